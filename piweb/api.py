@@ -1,0 +1,19 @@
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from ninja import NinjaAPI
+from ninja.security import django_auth
+
+from sessions_app.auth import BearerToken
+from sessions_app.errors import ImportRejected, SessionsError
+
+api = NinjaAPI(title="piweb", version="1.0.0", auth=[BearerToken(), django_auth], urls_namespace="api")
+api.add_router("/sessions", "sessions_app.api.router")
+
+
+@api.exception_handler(SessionsError)
+def sessions_error(request: HttpRequest, exc: SessionsError) -> HttpResponse:
+    body = exc.as_dict()
+    if isinstance(exc, ImportRejected):
+        body["errors"] = exc.extra.get("errors", [])
+    return api.create_response(request, body, status=exc.status)

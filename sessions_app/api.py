@@ -1,0 +1,144 @@
+"""REST API for sessions. Operations parse, call a selector or service, and return."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from ninja import Body, File, Form, Router, UploadedFile
+
+from sessions_app import selectors, services
+from sessions_app.errors import InvalidEntry
+from sessions_app.schemas import (
+    ContextOut,
+    EntryCreatedOut,
+    ErrorOut,
+    ForkIn,
+    ImportErrorOut,
+    ImportOut,
+    LabelIn,
+    LeafIn,
+    SessionIn,
+    SessionOut,
+    SessionPatch,
+)
+
+router = Router(tags=["sessions"])
+
+
+def _session(request: HttpRequest, session_id: str) -> Any:
+    return selectors.session_get_for_user(user=request.user, public_id=session_id)
+
+
+@router.get("", response=list[SessionOut], url_name="session_list")
+def session_list(request: HttpRequest) -> list[SessionOut]:
+    sessions = selectors.session_list_for_user(user=request.user).select_related("parent_session")
+    return [SessionOut.of(s) for s in sessions]
+
+
+@router.post("", response={201: SessionOut}, url_name="session_create")
+def session_create(request: HttpRequest, body: SessionIn | None = None) -> tuple[int, SessionOut]:
+    body = body or SessionIn()
+    session = services.session_create(owner=request.user, name=body.name, cwd=body.cwd)  # type: ignore[arg-type]
+    return 201, SessionOut.of(session)
+
+
+@router.post(
+    "/import",
+    response={201: ImportOut, 200: ImportOut, 400: ImportErrorOut, 409: ErrorOut},
+    url_name="session_import",
+)
+def session_import(
+    request: HttpRequest, file: File[UploadedFile], partial: Form[bool] = False
+) -> tuple[int, ImportOut]:
+    result = services.session_import(
+        owner=request.user,
+        data=file.read(),
+        source_path=file.name or "",
+        partial=partial,  # type: ignore[arg-type]
+    )
+    out = ImportOut(
+        id=result.session.public_id,
+        created=result.created,
+        entries=result.added,
+        skipped=[p.as_dict() for p in result.skipped],
+        version=result.version,
+        session=SessionOut.of(result.session),
+    )
+    return (201 if result.created or result.added else 200), out
+
+
+@router.get("/{session_id}", response=SessionOut, url_name="session_detail")
+def session_detail(request: HttpRequest, session_id: str) -> SessionOut:
+    return SessionOut.of(_session(request, session_id))
+
+
+@router.patch("/{session_id}", response=SessionOut, url_name="session_update")
+def session_update(request: HttpRequest, session_id: str, body: SessionPatch) -> SessionOut:
+    session = _session(request, session_id)
+    services.session_rename(session=session, name=body.name, author=request.user)  # type: ignore[arg-type]
+    return SessionOut.of(session)
+
+
+@router.delete("/{session_id}", response={204: None}, url_name="session_delete")
+def session_delete(request: HttpRequest, session_id: str) -> tuple[int, None]:
+    services.session_delete(session=_session(request, session_id))
+    return 204, None
+
+
+@router.get("/{session_id}/export.jsonl", url_name="session_export")
+def session_export(request: HttpRequest, session_id: str) -> StreamingHttpResponse:
+    session = _session(request, session_id)
+    response = StreamingHttpResponse(selectors.export_lines(session=session), content_type="application/x-ndjson")
+    response["Content-Disposition"] = f'attachment; filename="{export_filename(session)}"'
+    return response
+
+
+def export_filename(session: Any) -> str:
+    """pi's file name: <header timestamp with : and . as -> _ <session id>.jsonl"""
+    stamp = session.created.replace(":", "-").replace(".", "-")
+    return f"{stamp}_{session.public_id}.jsonl".replace('"', "")
+
+
+@router.get("/{session_id}/context", response=ContextOut, url_name="session_context")
+def session_context(request: HttpRequest, session_id: str, leaf: str | None = None) -> dict[str, Any]:
+    return selectors.session_context(session=_session(request, session_id), leaf_id=leaf)
+
+
+@router.get("/{session_id}/tree", url_name="session_tree")
+def session_tree(request: HttpRequest, session_id: str) -> HttpResponse:
+    # Serialised directly: a pydantic pass over 100k nodes would cost more than building them.
+    tree = selectors.tree_flat(session=_session(request, session_id))
+    return HttpResponse(orjson.dumps(tree), content_type="application/json")
+
+
+@router.post("/{session_id}/entries", response={201: EntryCreatedOut}, url_name="entry_create")
+def entry_create(request: HttpRequest, session_id: str, body: dict[str, Any] = Body(...)) -> tuple[int, dict[str, str]]:
+    session = _session(request, session_id)
+    if not isinstance(body.get("type"), str):
+        raise InvalidEntry("field 'type' must be a string", field="type")
+    payload = dict(body)
+    parent = payload.pop("parentId", services.UNSET)
+    entry = services.entry_append(session=session, payload=payload, parent_id=parent, author=request.user)  # type: ignore[arg-type]
+    return 201, {"id": entry.entry_id}
+
+
+@router.put("/{session_id}/leaf", response=SessionOut, url_name="session_leaf")
+def session_leaf(request: HttpRequest, session_id: str, body: LeafIn) -> SessionOut:
+    session = _session(request, session_id)
+    services.leaf_move(session=session, entry_id=body.entryId)
+    return SessionOut.of(session)
+
+
+@router.post("/{session_id}/labels", response={201: EntryCreatedOut}, url_name="session_label")
+def session_label(request: HttpRequest, session_id: str, body: LabelIn) -> tuple[int, dict[str, str]]:
+    session = _session(request, session_id)
+    entry = services.label_set(session=session, target_id=body.targetId, label=body.label, author=request.user)  # type: ignore[arg-type]
+    return 201, {"id": entry.entry_id}
+
+
+@router.post("/{session_id}/fork", response={201: SessionOut}, url_name="session_fork")
+def session_fork(request: HttpRequest, session_id: str, body: ForkIn) -> tuple[int, SessionOut]:
+    fork = services.session_fork(session=_session(request, session_id), entry_id=body.entryId, owner=request.user)  # type: ignore[arg-type]
+    return 201, SessionOut.of(fork)

@@ -1,0 +1,94 @@
+"""Sessions and their append-only entries. Thin: fields and constraints; logic is in services."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Session(models.Model):
+    # pi's session id (the header's id, a UUID for sessions pi or piweb made); used in URLs and API.
+    public_id = models.CharField(max_length=200, unique=True)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="pi_sessions")
+    header_raw = models.TextField()  # the header line exactly as it will be exported
+    extra_headers = models.JSONField(default=list, blank=True)  # [[entries before it, raw line]]
+    cwd = models.TextField(blank=True, default="")
+    created = models.CharField(max_length=64)  # header timestamp, ISO string as in the file
+    parent_session = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="forks")
+    # Persisted leaf (pi keeps it in memory only); null = the next append starts a new root.
+    leaf_id = models.CharField(max_length=200, null=True, blank=True)
+    # Listing fields, maintained by the services as entries arrive.
+    name = models.TextField(blank=True, default="")
+    message_count = models.PositiveIntegerField(default=0)
+    first_message = models.TextField(blank=True, default="")
+    modified_ms = models.BigIntegerField(default=0)  # pi's "modified": last user/assistant message time
+    last_seq = models.PositiveIntegerField(default=0)
+    # Import bookkeeping: the source file and how much of it is stored.
+    source_path = models.TextField(blank=True, default="")
+    source_bytes = models.BigIntegerField(default=0)
+    source_sha256 = models.CharField(max_length=64, blank=True, default="")
+    import_report = models.JSONField(default=list, blank=True)  # lines skipped by a partial import
+    deleting = models.BooleanField(default=False)  # lets the delete service past the entry trigger
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        indexes = [models.Index(fields=["owner", "-updated_at"])]
+
+    def __str__(self) -> str:
+        return self.name or self.first_message[:60] or self.public_id
+
+
+class Entry(models.Model):
+    """One line of the session file. Never updated; deleted only with its whole session
+    (database triggers enforce both)."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="entries")
+    seq = models.PositiveIntegerField()  # file order, dense from 1 within the session
+    entry_id = models.CharField(max_length=200)
+    parent_id = models.CharField(max_length=200, null=True, blank=True)
+    type = models.CharField(max_length=64)
+    role = models.CharField(max_length=64, null=True, blank=True)
+    timestamp = models.CharField(max_length=64)
+    ts_ms = models.BigIntegerField()
+    raw = models.TextField()  # the exact JSON line
+    depth = models.PositiveIntegerField()  # 0 for a root
+    # Path state at this entry, so a context never has to walk past the last compaction.
+    ctx_thinking = models.TextField(default='"off"')  # JSON text of the thinking level
+    ctx_model = models.TextField(null=True)  # JSON text of {provider, modelId}, or null
+    ctx_compaction_id = models.CharField(max_length=200, null=True)
+    # On compactions: the first kept entry if it is an ancestor (where context walks stop).
+    kept_from_id = models.CharField(max_length=200, null=True)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["session", "seq"]
+        verbose_name_plural = "entries"
+        constraints = [
+            models.UniqueConstraint(fields=["session", "seq"], name="entry_unique_seq"),
+            models.UniqueConstraint(fields=["session", "entry_id"], name="entry_unique_id"),
+        ]
+        indexes = [
+            models.Index(fields=["session", "parent_id", "ts_ms"], name="entry_children"),
+            models.Index(fields=["session", "type"], name="entry_type"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.type} {self.entry_id}"
+
+
+class ApiToken(models.Model):
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100, blank=True, default="")
+    prefix = models.CharField(max_length=12, db_index=True)
+    key_hash = models.CharField(max_length=64, unique=True)  # sha256 of the whole token
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.user})"

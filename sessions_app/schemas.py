@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from ninja import Schema
+
+from sessions_app.models import Session
+
+
+class ErrorOut(Schema):
+    message: str
+    extra: dict[str, Any] = {}
+
+
+class ImportErrorOut(ErrorOut):
+    errors: list[dict[str, Any]] = []
+
+
+class SessionIn(Schema):
+    name: str | None = None
+    cwd: str = ""
+
+
+class SessionPatch(Schema):
+    name: str
+
+
+class SessionOut(Schema):
+    id: str
+    name: str
+    cwd: str
+    created: str
+    modified: str
+    messageCount: int
+    firstMessage: str
+    leafId: str | None
+    parentSessionId: str | None
+    entries: int
+
+    @staticmethod
+    def of(session: Session) -> SessionOut:
+        ms = session.modified_ms
+        modified = (
+            datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+            if ms
+            else session.created
+        )
+        return SessionOut(
+            id=session.public_id,
+            name=session.name,
+            cwd=session.cwd,
+            created=session.created,
+            modified=modified,
+            messageCount=session.message_count,
+            firstMessage=session.first_message or "(no messages)",
+            leafId=session.leaf_id,
+            parentSessionId=session.parent_session.public_id if session.parent_session_id else None,
+            entries=session.last_seq,
+        )
+
+
+class ImportOut(Schema):
+    id: str
+    created: bool
+    entries: int
+    skipped: list[dict[str, Any]]
+    version: int
+    session: SessionOut
+
+
+class ContextOut(Schema):
+    leafId: str | None
+    messages: list[dict[str, Any]]
+    thinkingLevel: Any
+    model: dict[str, Any] | None
+
+
+class EntryCreatedOut(Schema):
+    id: str
+
+
+class LeafIn(Schema):
+    entryId: str | None
+
+
+class LabelIn(Schema):
+    targetId: str
+    label: str | None = None
+
+
+class ForkIn(Schema):
+    entryId: str

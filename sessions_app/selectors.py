@@ -1,0 +1,145 @@
+"""Reads. Every permission-checked fetch goes through session_get_for_user."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db import connection
+from django.db.models import QuerySet
+
+from sessions_app import context as ctx
+from sessions_app import jsjson
+from sessions_app.errors import EntryNotFound, SessionNotFound
+from sessions_app.models import Entry, Session
+from sessions_app.tree import Node
+
+
+def session_get_for_user(*, user: AbstractBaseUser | AnonymousUser, public_id: str) -> Session:
+    """The session if this user may see it; SessionNotFound otherwise (missing or not theirs alike)."""
+    if not user.is_authenticated:
+        raise SessionNotFound()
+    session = Session.objects.filter(public_id=public_id).first()
+    if session is None:
+        raise SessionNotFound()
+    if session.owner_id != user.pk:
+        raise SessionNotFound()
+    if session.deleting:
+        raise SessionNotFound()
+    return session
+
+
+def session_list_for_user(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Session]:
+    if not user.is_authenticated:
+        return Session.objects.none()
+    return Session.objects.filter(owner_id=user.pk, deleting=False).order_by("-modified_ms", "-id")
+
+
+def entry_get(*, session: Session, entry_id: str) -> Entry:
+    entry = Entry.objects.filter(session=session, entry_id=entry_id).first()
+    if entry is None:
+        raise EntryNotFound(f"Entry {entry_id} not found", entryId=entry_id)
+    return entry
+
+
+def entry_node(entry: Entry) -> Node:
+    return Node(id=entry.entry_id, parent_id=entry.parent_id, type=entry.type, data=jsjson.loads(entry.raw))
+
+
+_WALK = """
+WITH RECURSIVE up(entry_id, parent_id, n) AS (
+    SELECT entry_id, parent_id, 0 FROM sessions_app_entry WHERE session_id = %s AND entry_id = %s
+    UNION ALL
+    SELECT e.entry_id, e.parent_id, up.n + 1 FROM sessions_app_entry e JOIN up
+        ON e.session_id = %s AND e.entry_id = up.parent_id
+    WHERE up.entry_id <> %s
+)
+SELECT e.entry_id, e.parent_id, e.type, e.raw FROM up JOIN sessions_app_entry e
+    ON e.session_id = %s AND e.entry_id = up.entry_id
+ORDER BY up.n DESC
+"""
+
+
+def path_nodes(*, session: Session, leaf_id: str, stop_id: str | None = None) -> list[Node]:
+    """Root-first path ending at leaf_id; starts at stop_id instead of the root if it is on the way."""
+    with connection.cursor() as cursor:
+        cursor.execute(_WALK, [session.pk, leaf_id, session.pk, stop_id or "", session.pk])
+        rows = cursor.fetchall()
+    return [Node(id=r[0], parent_id=r[1], type=r[2], data=jsjson.loads(r[3])) for r in rows]
+
+
+def session_context(*, session: Session, leaf_id: str | None = None) -> dict[str, Any]:
+    """pi's buildSessionContext at leaf_id (default: the session's leaf), reading only the entries
+    that can appear in it: from the last compaction's first kept entry down to the leaf."""
+    target = session.leaf_id if leaf_id is None else leaf_id
+    if target is None:
+        return {"leafId": None, "messages": [], "thinkingLevel": "off", "model": None}
+    leaf = entry_get(session=session, entry_id=target)
+    stop = None
+    if leaf.ctx_compaction_id is not None:
+        compaction = Entry.objects.only("kept_from_id", "entry_id").get(
+            session=session, entry_id=leaf.ctx_compaction_id
+        )
+        stop = compaction.kept_from_id or compaction.entry_id
+    path = path_nodes(session=session, leaf_id=target, stop_id=stop)
+    built = ctx.context_from_path(
+        path,
+        thinking_level=jsjson.loads(leaf.ctx_thinking),
+        model=jsjson.loads(leaf.ctx_model) if leaf.ctx_model else None,
+    )
+    return {"leafId": target, **built}
+
+
+def children(*, session: Session, entry_id: str | None) -> QuerySet[Entry]:
+    """Children ordered by timestamp, equal times in file order (as pi's getTree)."""
+    return Entry.objects.filter(session=session, parent_id=entry_id).order_by("ts_ms", "seq")
+
+
+def labels(*, session: Session) -> dict[str, str]:
+    """Resolved labels, last label entry wins (in file order, whatever the branch)."""
+    resolved: dict[str, str] = {}
+    for raw in Entry.objects.filter(session=session, type="label").order_by("seq").values_list("raw", flat=True):
+        data = jsjson.loads(raw)
+        target, value = data.get("targetId"), data.get("label")
+        if isinstance(value, str) and value:
+            resolved[target] = value
+        else:
+            resolved.pop(target, None)
+    return resolved
+
+
+def tree_flat(*, session: Session) -> dict[str, Any]:
+    """The whole tree as a flat list in file order (a deep nesting could not be serialised)."""
+    resolved = labels(session=session)
+    rows = (
+        Entry.objects.filter(session=session)
+        .order_by("seq")
+        .values_list("entry_id", "parent_id", "type", "role", "timestamp")
+    )
+    nodes = []
+    for entry_id, parent_id, kind, role, timestamp in rows.iterator(chunk_size=5000):
+        node: dict[str, Any] = {"id": entry_id, "parentId": parent_id, "type": kind}
+        if role is not None:
+            node["role"] = role
+        label = resolved.get(entry_id)
+        if label is not None:
+            node["label"] = label
+        node["timestamp"] = timestamp
+        nodes.append(node)
+    return {"leafId": session.leaf_id, "nodes": nodes}
+
+
+def export_lines(*, session: Session) -> Iterator[str]:
+    """The session as pi JSONL, one line (with its newline) at a time."""
+    yield session.header_raw + "\n"
+    extra = sorted((int(after), raw) for after, raw in session.extra_headers)
+    k = 0
+    rows = Entry.objects.filter(session=session).order_by("seq").values_list("seq", "raw")
+    for seq, raw in rows.iterator(chunk_size=2000):
+        while k < len(extra) and extra[k][0] < seq:
+            yield extra[k][1] + "\n"
+            k += 1
+        yield raw + "\n"
+    for _, raw in extra[k:]:
+        yield raw + "\n"

@@ -1,0 +1,539 @@
+"""Writes. The only code that adds entries or changes a session; browser and API both call it.
+
+Every change is an appended entry (pi's model), except moving the leaf, which pi keeps in memory and
+piweb persists on the session row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection, transaction
+from django.utils import timezone
+
+from sessions_app import jsjson, piformat
+from sessions_app import selectors as sel
+from sessions_app.context import PathState, advance
+from sessions_app.errors import EntryNotFound, ImportRejected, InvalidEntry, SessionConflict
+from sessions_app.models import Entry, Session
+from sessions_app.tree import Node, message_text, parse_timestamp_ms
+
+UNSET: Any = object()
+
+# Key order pi gives each entry type when it creates one (JSON.stringify keeps insertion order).
+BASE = ("type", "id", "parentId", "timestamp")
+KEY_ORDER: dict[str, tuple[str, ...]] = {
+    "message": (*BASE, "message"),
+    "thinking_level_change": (*BASE, "thinkingLevel"),
+    "model_change": (*BASE, "provider", "modelId"),
+    "compaction": (*BASE, "summary", "firstKeptEntryId", "tokensBefore", "details", "fromHook"),
+    "branch_summary": (*BASE, "fromId", "summary", "details", "fromHook"),
+    "custom": ("type", "customType", "data", "id", "parentId", "timestamp"),
+    "custom_message": ("type", "customType", "content", "display", "details", "id", "parentId", "timestamp"),
+    "label": (*BASE, "targetId", "label"),
+    "session_info": (*BASE, "name"),
+}
+
+
+def now_iso() -> str:
+    """new Date().toISOString(): UTC, milliseconds, Z."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def import_limits() -> piformat.Limits:
+    return piformat.Limits(
+        max_line_bytes=settings.PIWEB_IMPORT_MAX_LINE_BYTES,
+        max_file_bytes=settings.PIWEB_IMPORT_MAX_FILE_BYTES,
+        max_depth=settings.PIWEB_IMPORT_MAX_DEPTH,
+    )
+
+
+# --- the one insert path -------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Known:
+    depth: int
+    state: PathState
+
+
+def _stored_states(session: Session, ids: Iterable[str]) -> dict[str, _Known]:
+    wanted = list(set(ids))
+    found: dict[str, _Known] = {}
+    for i in range(0, len(wanted), 500):
+        rows = Entry.objects.filter(session=session, entry_id__in=wanted[i : i + 500]).values_list(
+            "entry_id", "depth", "ctx_thinking", "ctx_model", "ctx_compaction_id"
+        )
+        for entry_id, depth, thinking, model, compaction in rows:
+            found[entry_id] = _Known(
+                depth, PathState(jsjson.loads(thinking), jsjson.loads(model) if model else None, compaction)
+            )
+    return found
+
+
+def _is_stored_ancestor(session: Session, start_id: str | None, target_id: str, target_depth: int) -> bool:
+    if start_id is None:
+        return False
+    sql = """
+    WITH RECURSIVE up(entry_id, parent_id, depth) AS (
+        SELECT entry_id, parent_id, depth FROM sessions_app_entry WHERE session_id = %s AND entry_id = %s
+        UNION ALL
+        SELECT e.entry_id, e.parent_id, e.depth FROM sessions_app_entry e JOIN up
+            ON e.session_id = %s AND e.entry_id = up.parent_id
+        WHERE up.depth > %s
+    ) SELECT 1 FROM up WHERE entry_id = %s"""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [session.pk, start_id, session.pk, target_depth, target_id])
+        return cursor.fetchone() is not None
+
+
+def _insert(session: Session, lines: list[tuple[dict[str, Any], str]], author_id: int | None) -> None:
+    """Store entries (already validated; parents exist in the batch or the session) in list order.
+
+    Computes each entry's depth and path state from its parent, parents first, so that reads never
+    need to walk further than the context they build.
+    """
+    if not lines:
+        return
+    batch = {data["id"]: (data, raw) for data, raw in lines}
+    outside = {d["parentId"] for d, _ in lines if d["parentId"] is not None and d["parentId"] not in batch}
+    known = _stored_states(session, outside)
+    kids: dict[str | None, list[str]] = {}
+    for data, _ in lines:
+        kids.setdefault(data["parentId"], []).append(data["id"])
+    computed: dict[str, _Known] = {}
+    queue = deque(d["id"] for d, _ in lines if d["parentId"] is None or d["parentId"] not in batch)
+    while queue:
+        entry_id = queue.popleft()
+        data = batch[entry_id][0]
+        parent = data["parentId"]
+        base = computed.get(parent) or known.get(parent) if parent is not None else None
+        node = Node(entry_id, parent, data["type"], data)
+        state = advance(base.state if base else PathState(), node)
+        computed[entry_id] = _Known(base.depth + 1 if base else 0, state)
+        queue.extend(kids.get(entry_id, ()))
+
+    created_at = timezone.now()
+    rows = []
+    seq = session.last_seq
+    for data, raw in lines:
+        seq += 1
+        info = computed[data["id"]]
+        kept_from = _kept_from(session, data, batch, computed) if data["type"] == "compaction" else None
+        message = data.get("message") if data["type"] == "message" else None
+        role = message.get("role") if isinstance(message, dict) else None
+        rows.append(
+            (
+                session.pk,
+                seq,
+                data["id"],
+                data["parentId"],
+                data["type"],
+                role if isinstance(role, str) else None,
+                data["timestamp"],
+                parse_timestamp_ms(data["timestamp"]) or 0,
+                raw,
+                info.depth,
+                jsjson.dumps(info.state.thinking_level),
+                jsjson.dumps(info.state.model) if info.state.model is not None else None,
+                info.state.compaction_id,
+                kept_from,
+                author_id,
+                created_at,
+            )
+        )
+        _update_listing(session, data)
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            "INSERT INTO sessions_app_entry (session_id, seq, entry_id, parent_id, type, role, timestamp,"
+            " ts_ms, raw, depth, ctx_thinking, ctx_model, ctx_compaction_id, kept_from_id, author_id,"
+            " created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            rows,
+        )
+    session.last_seq = seq
+
+
+def _kept_from(
+    session: Session, data: Mapping[str, Any], batch: Mapping[str, Any], computed: Mapping[str, _Known]
+) -> str | None:
+    """The compaction's firstKeptEntryId if that entry is one of its ancestors, else None."""
+    target = data.get("firstKeptEntryId")
+    if not isinstance(target, str):
+        return None
+    target_depth = computed[target].depth if target in computed else None
+    if target_depth is None:
+        stored = _stored_states(session, [target])
+        if target not in stored:
+            return None
+        target_depth = stored[target].depth
+    node: str | None = data["parentId"]
+    while node is not None and node in batch:
+        if node == target:
+            return target
+        if computed[node].depth <= target_depth:
+            return None
+        node = batch[node][0]["parentId"]
+    return target if _is_stored_ancestor(session, node, target, target_depth) else None
+
+
+def _update_listing(session: Session, data: Mapping[str, Any]) -> None:
+    kind = data["type"]
+    if kind == "session_info":
+        name = data.get("name")
+        if isinstance(name, str) and name.strip():
+            session.name = name.strip()
+    elif kind == "message":
+        message = data["message"]
+        session.message_count += 1
+        role = message.get("role")
+        if role in ("user", "assistant"):
+            ts = message.get("timestamp")
+            ms = (
+                ts
+                if isinstance(ts, int | float) and not isinstance(ts, bool)
+                else parse_timestamp_ms(data["timestamp"])
+            )
+            if ms and ms > session.modified_ms:
+                session.modified_ms = int(ms)
+        if role == "user" and not session.first_message:
+            session.first_message = message_text(message)
+
+
+def _locked(session: Session) -> Session:
+    """Re-read the session under a write lock (SQLite: the IMMEDIATE transaction already holds it)."""
+    return Session.objects.select_for_update().get(pk=session.pk)
+
+
+def _new_entry_id(session: Session) -> str:
+    for _ in range(100):
+        candidate = uuid.uuid4().hex[:8]
+        if not Entry.objects.filter(session=session, entry_id=candidate).exists():
+            return candidate
+    return str(uuid.uuid4())
+
+
+def build_entry(payload: Mapping[str, Any], *, entry_id: str, parent_id: str | None, timestamp: str) -> dict[str, Any]:
+    """An entry object in pi's key order; keys pi does not know are kept, after its own."""
+    merged = {**payload, "id": entry_id, "parentId": parent_id, "timestamp": timestamp}
+    order = KEY_ORDER.get(str(payload.get("type")), BASE)
+    entry = {k: merged[k] for k in order if k in merged and merged[k] is not UNSET}
+    entry.update((k, v) for k, v in merged.items() if k not in entry and v is not UNSET)
+    return entry
+
+
+# --- session services --------------------------------------------------------------------
+
+
+@transaction.atomic
+def session_create(*, owner: AbstractBaseUser, name: str | None = None, cwd: str = "") -> Session:
+    header = {"type": "session", "version": 3, "id": str(uuid.uuid4()), "timestamp": now_iso(), "cwd": cwd}
+    session = Session.objects.create(
+        public_id=header["id"],
+        owner=owner,
+        header_raw=jsjson.dumps(header),
+        cwd=cwd,
+        created=header["timestamp"],
+    )
+    if name and name.strip():
+        entry_append(session=session, payload={"type": "session_info", "name": name.strip()}, author=owner)
+        session.refresh_from_db()
+    return session
+
+
+@transaction.atomic
+def entry_append(
+    *,
+    session: Session,
+    payload: Mapping[str, Any],
+    parent_id: str | None = UNSET,
+    author: AbstractBaseUser | None = None,
+    move_leaf: bool = True,
+) -> Entry:
+    """Append one entry: a child of the leaf, or of parent_id (None = a new root), in pi's shape.
+
+    payload holds the type and its fields; id and timestamp may be given, else they are made.
+    """
+    locked = _locked(session)
+    parent = locked.leaf_id if parent_id is UNSET else parent_id
+    if parent is not None and not Entry.objects.filter(session=locked, entry_id=parent).exists():
+        raise EntryNotFound(f"Entry {parent} not found", parentId=parent)
+    entry_id = payload.get("id")
+    if entry_id is None:
+        entry_id = _new_entry_id(locked)
+    elif not isinstance(entry_id, str) or not entry_id:
+        raise InvalidEntry("field 'id' must be a non-empty string", field="id")
+    elif Entry.objects.filter(session=locked, entry_id=entry_id).exists():
+        raise SessionConflict(f"an entry with id {entry_id!r} already exists", field="id")
+    timestamp = payload.get("timestamp", UNSET)
+    data = build_entry(
+        payload, entry_id=entry_id, parent_id=parent, timestamp=now_iso() if timestamp is UNSET else timestamp
+    )
+    problem = piformat.validate_entry(data)
+    if (
+        problem is None
+        and data["type"] == "label"
+        and not Entry.objects.filter(session=locked, entry_id=data["targetId"]).exists()
+    ):
+        raise EntryNotFound(f"Entry {data['targetId']} not found", targetId=data["targetId"])
+    if problem is not None:
+        raise InvalidEntry(problem)
+    try:
+        raw = jsjson.dumps(data, max_depth=settings.PIWEB_IMPORT_MAX_DEPTH)
+    except jsjson.JSONDepthError:
+        raise InvalidEntry(f"the entry nests deeper than {settings.PIWEB_IMPORT_MAX_DEPTH} levels") from None
+    _insert(locked, [(data, raw)], author.pk if author is not None else None)
+    if move_leaf:
+        locked.leaf_id = entry_id
+    locked.save()
+    _sync(session, locked)
+    return Entry.objects.get(session=locked, entry_id=entry_id)
+
+
+def _sync(target: Session, source: Session) -> None:
+    """Let the caller's Session object see what the locked copy changed."""
+    for f in Session._meta.concrete_fields:
+        setattr(target, f.attname, getattr(source, f.attname))
+
+
+@transaction.atomic
+def leaf_move(*, session: Session, entry_id: str | None) -> Session:
+    """pi's branch(id) / resetLeaf(): the next entry will be a child of entry_id (None: a new root)."""
+    locked = _locked(session)
+    if entry_id is not None:
+        sel.entry_get(session=locked, entry_id=entry_id)
+    locked.leaf_id = entry_id
+    locked.save(update_fields=["leaf_id", "updated_at"])
+    _sync(session, locked)
+    return session
+
+
+@transaction.atomic
+def branch_with_summary(
+    *,
+    session: Session,
+    entry_id: str | None,
+    summary: str,
+    details: Any = UNSET,
+    from_hook: bool | None = None,
+    author: AbstractBaseUser | None = None,
+) -> Entry:
+    """pi's branchWithSummary: move the leaf to entry_id, then hang a branch_summary there."""
+    leaf_move(session=session, entry_id=entry_id)
+    payload: dict[str, Any] = {"type": "branch_summary", "fromId": entry_id or "root", "summary": summary}
+    if details is not UNSET:
+        payload["details"] = details
+    if from_hook is not None:
+        payload["fromHook"] = from_hook
+    return entry_append(session=session, payload=payload, author=author)
+
+
+def label_set(*, session: Session, target_id: str, label: str | None, author: AbstractBaseUser | None = None) -> Entry:
+    """Set (or, with an empty label, clear) a label: a label entry appended at the leaf."""
+    payload: dict[str, Any] = {"type": "label", "targetId": target_id}
+    text = (label or "").strip()
+    if text:
+        payload["label"] = text
+    return entry_append(session=session, payload=payload, author=author)
+
+
+def session_rename(*, session: Session, name: str, author: AbstractBaseUser | None = None) -> Entry:
+    return entry_append(session=session, payload={"type": "session_info", "name": name.strip()}, author=author)
+
+
+@transaction.atomic
+def session_fork(*, session: Session, entry_id: str, owner: AbstractBaseUser) -> Session:
+    """pi's createBranchedSession: a new session holding the path to entry_id (labels re-created)."""
+    sel.entry_get(session=session, entry_id=entry_id)
+    path = [n for n in sel.path_nodes(session=session, leaf_id=entry_id) if n.type != "label"]
+    header: dict[str, Any] = {
+        "type": "session",
+        "version": 3,
+        "id": str(uuid.uuid4()),
+        "timestamp": now_iso(),
+        "cwd": session.cwd,
+    }
+    if session.source_path:
+        header["parentSession"] = session.source_path
+    fork = Session.objects.create(
+        public_id=header["id"],
+        owner=owner,
+        header_raw=jsjson.dumps(header),
+        cwd=session.cwd,
+        created=header["timestamp"],
+        parent_session=session,
+    )
+    raws = dict(Entry.objects.filter(session=session, entry_id__in=[n.id for n in path]).values_list("entry_id", "raw"))
+    _insert(fork, [(dict(n.data), raws[n.id]) for n in path], None)
+    fork.leaf_id = path[-1].id if path else None
+    on_path = {n.id for n in path}
+    for target, label in sel.labels(session=session).items():
+        if target in on_path:
+            entry = build_entry(
+                {"type": "label", "targetId": target, "label": label},
+                entry_id=_new_entry_id(fork),
+                parent_id=fork.leaf_id,
+                timestamp=now_iso(),
+            )
+            _insert(fork, [(entry, jsjson.dumps(entry))], owner.pk)
+            fork.leaf_id = entry["id"]
+    fork.save()
+    return fork
+
+
+@transaction.atomic
+def session_delete(*, session: Session) -> None:
+    """Remove a session and all its entries (the only way entries ever disappear)."""
+    Session.objects.filter(pk=session.pk).update(deleting=True, leaf_id=None)
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM sessions_app_entry WHERE session_id = %s", [session.pk])
+    Session.objects.filter(pk=session.pk).delete()
+
+
+# --- import --------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ImportResult:
+    session: Session
+    created: bool
+    added: int
+    skipped: list[piformat.Problem] = field(default_factory=list)
+    version: int = piformat.CURRENT_VERSION
+
+
+class _StoredLines(Mapping[str, str]):
+    """The session's stored entry lines by id; raws fetched only for the ids asked about."""
+
+    def __init__(self, session: Session | None, preload: bool) -> None:
+        self.session = session
+        self.raws: dict[str, str] = {}
+        self.ids: set[str] = set()
+        if session is not None:
+            query = Entry.objects.filter(session=session)
+            if preload:
+                self.raws = dict(query.values_list("entry_id", "raw"))
+                self.ids = set(self.raws)
+            else:
+                self.ids = set(query.values_list("entry_id", flat=True))
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.ids
+
+    def __getitem__(self, key: str) -> str:
+        if key not in self.raws:
+            if key not in self.ids or self.session is None:
+                raise KeyError(key)
+            self.raws[key] = Entry.objects.get(session=self.session, entry_id=key).raw
+        return self.raws[key]
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.ids)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def _peek_header_id(data: bytes) -> str | None:
+    for chunk in data.split(b"\n", 20)[:20]:
+        if chunk.strip():
+            try:
+                header = jsjson.loads(chunk)
+            except ValueError:
+                return None
+            value = header.get("id") if isinstance(header, dict) else None
+            return value if isinstance(value, str) else None
+    return None
+
+
+def session_import(
+    *,
+    owner: AbstractBaseUser,
+    data: bytes,
+    source_path: str = "",
+    partial: bool = False,
+) -> ImportResult:
+    """Import a pi session file; re-importing adds only lines not stored yet.
+
+    By default any problem rejects the whole file (ImportRejected lists them all, nothing is
+    stored). With partial=True the valid part is imported and the skipped lines are reported.
+    """
+    limits = import_limits()
+    session_id = _peek_header_id(data)
+    with transaction.atomic():
+        existing = Session.objects.select_for_update().filter(public_id=session_id).first() if session_id else None
+        if existing is not None and (existing.owner_id != owner.pk or existing.deleting):
+            raise SessionConflict(f"session {session_id} already exists in piweb under another account")
+        parsed = _parse_for(existing, data, limits)
+        if parsed.fatal or (parsed.problems and not partial):
+            raise ImportRejected(
+                f"{len(parsed.problems)} problem(s) in the file; nothing was imported",
+                errors=[p.as_dict() for p in parsed.problems],
+            )
+        created = existing is None
+        assert parsed.header is not None
+        session = existing or Session(
+            public_id=parsed.header["id"],
+            owner=owner,
+            header_raw=parsed.header_raw,
+            cwd=parsed.header.get("cwd") if isinstance(parsed.header.get("cwd"), str) else "",
+            created=str(parsed.header.get("timestamp", "")),
+        )
+        session.save()
+        before = session.last_seq
+        _insert(session, [(ln.data, ln.raw) for ln in parsed.entries], owner.pk)
+        for local, raw in parsed.extra_headers:
+            session.extra_headers.append([before + local, raw])
+        if parsed.entries or created:
+            session.leaf_id = parsed.leaf_id if parsed.leaf_id is not None else session.leaf_id
+        session.source_path = source_path or session.source_path
+        session.source_bytes = len(data)
+        session.source_sha256 = hashlib.sha256(data).hexdigest()
+        if parsed.problems:
+            session.import_report = session.import_report + [p.as_dict() for p in parsed.problems]
+        session.save()
+    return ImportResult(session, created, len(parsed.entries), parsed.problems, parsed.version)
+
+
+def _grown_tail(existing: Session | None, data: bytes) -> tuple[bytes, int] | None:
+    """(header line, lines before the tail) when data is the stored v3 file plus new lines."""
+    if existing is None or not existing.source_bytes or len(data) < existing.source_bytes:
+        return None
+    prefix = data[: existing.source_bytes]
+    if not prefix.endswith(b"\n") or hashlib.sha256(prefix).hexdigest() != existing.source_sha256:
+        return None
+    header_line = prefix.split(b"\n", 1)[0]
+    try:
+        header = jsjson.loads(header_line)
+    except ValueError:
+        return None
+    if not isinstance(header, dict) or header.get("version") != piformat.CURRENT_VERSION:
+        return None  # v1/v2 ids come from a migration over the whole file
+    return header_line, prefix.count(b"\n") - 1
+
+
+def _parse_for(existing: Session | None, data: bytes, limits: piformat.Limits) -> piformat.ParsedFile:
+    """Parse the file; for a file that only grew since its last import, parse just the new tail."""
+    grown = _grown_tail(existing, data)
+    if grown is not None:
+        header_line, skipped_lines = grown
+        assert existing is not None
+        parsed = piformat.parse(
+            header_line + b"\n" + data[existing.source_bytes :],
+            limits=limits,
+            known=_StoredLines(existing, preload=False),
+        )
+        for i, p in enumerate(parsed.problems):
+            if p.line > 1:
+                parsed.problems[i] = piformat.Problem(p.line + skipped_lines, p.message)
+        for ln in parsed.entries:
+            ln.line += skipped_lines
+        return parsed
+    return piformat.parse(data, limits=limits, known=_StoredLines(existing, preload=existing is not None))

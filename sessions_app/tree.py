@@ -1,0 +1,216 @@
+"""The entry tree, pure: nodes, paths, children, labels, names. No Django imports.
+
+Mirrors pi's SessionManager reads (coding-agent v3): a node is one JSONL entry line; the tree is
+given by ``id``/``parentId``; labels and the session name are entries too (last one wins).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+ENTRY_TYPES = (
+    "message",
+    "model_change",
+    "thinking_level_change",
+    "compaction",
+    "branch_summary",
+    "custom",
+    "custom_message",
+    "label",
+    "session_info",
+)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class TreeError(ValueError):
+    """An operation that would break the tree (unknown entry, cycle, ...)."""
+
+
+def parse_timestamp_ms(value: object) -> int | None:
+    """Date.parse() for the ISO strings pi writes; None if it is not one."""
+    if not isinstance(value, str) or not value:
+        return None
+    text = value[:-1] + "+00:00" if value.endswith("Z") else value
+    try:
+        dt = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if dt.tzinfo is None:
+        return None
+    return (dt - _EPOCH) // timedelta(milliseconds=1)
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    id: str
+    parent_id: str | None
+    type: str
+    data: Mapping[str, Any] = field(repr=False)  # the whole entry object, keys in file order
+
+    @property
+    def role(self) -> str | None:
+        if self.type != "message":
+            return None
+        message = self.data.get("message")
+        role = message.get("role") if isinstance(message, dict) else None
+        return role if isinstance(role, str) else None
+
+
+def node_from_entry(entry: Mapping[str, Any]) -> Node:
+    parent = entry.get("parentId")
+    return Node(
+        id=str(entry["id"]),
+        parent_id=parent if isinstance(parent, str) else None,
+        type=str(entry.get("type")),
+        data=entry,
+    )
+
+
+@dataclass(slots=True)
+class TreeIndex:
+    by_id: dict[str, Node]
+    order: list[str]  # file order
+
+    def get(self, node_id: str) -> Node:
+        try:
+            return self.by_id[node_id]
+        except KeyError:
+            raise TreeError(f"Entry {node_id} not found") from None
+
+
+def index(nodes: Iterable[Node]) -> TreeIndex:
+    idx = TreeIndex(by_id={}, order=[])
+    for node in nodes:
+        idx.by_id[node.id] = node
+        idx.order.append(node.id)
+    return idx
+
+
+def path_to_root(idx: TreeIndex, leaf_id: str | None) -> list[Node]:
+    """Root-first path ending at leaf_id (pi's getBranch). A missing parent ends the walk."""
+    if leaf_id is None or leaf_id not in idx.by_id:
+        return []
+    path: list[Node] = []
+    seen: set[str] = set()
+    node: Node | None = idx.by_id[leaf_id]
+    while node is not None and node.id not in seen:
+        seen.add(node.id)
+        path.append(node)
+        node = idx.by_id.get(node.parent_id) if node.parent_id is not None else None
+    path.reverse()
+    return path
+
+
+def _timestamp_key(node: Node) -> float:
+    ms = parse_timestamp_ms(node.data.get("timestamp"))
+    return float("nan") if ms is None else ms
+
+
+def children(idx: TreeIndex, node_id: str | None) -> list[Node]:
+    """Children sorted by timestamp (stable: equal times keep file order), as getTree() does."""
+    kids = [idx.by_id[i] for i in idx.order if idx.by_id[i].parent_id == node_id]
+    return sort_by_time(kids)
+
+
+def sort_by_time(nodes: list[Node]) -> list[Node]:
+    return sorted(nodes, key=lambda n: parse_timestamp_ms(n.data.get("timestamp")) or 0)
+
+
+def is_root(idx: TreeIndex, node: Node) -> bool:
+    return node.parent_id is None or node.parent_id == node.id or node.parent_id not in idx.by_id
+
+
+def labels(nodes: Iterable[Node]) -> dict[str, str]:
+    """Resolved labels: replay label entries in file order; truthy sets, empty or absent clears.
+
+    The dict keeps JavaScript Map order (a re-set key keeps its place, a cleared one leaves).
+    """
+    resolved: dict[str, str] = {}
+    for node in nodes:
+        if node.type != "label":
+            continue
+        target = node.data.get("targetId")
+        if not isinstance(target, str):
+            continue
+        value = node.data.get("label")
+        if isinstance(value, str) and value:
+            resolved[target] = value
+        else:
+            resolved.pop(target, None)
+    return resolved
+
+
+def session_name(nodes: Iterable[Node]) -> str | None:
+    """The latest session_info with a truthy name (trimmed), as pi's getSessionName()."""
+    name: str | None = None
+    for node in nodes:
+        if node.type == "session_info":
+            value = node.data.get("name")
+            if isinstance(value, str) and value.strip():
+                name = value.strip()
+    return name
+
+
+def message_text(message: Mapping[str, Any], joiner: str = " ") -> str:
+    """Text of a message: string content, or its text blocks joined."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return joiner.join(
+            b["text"]
+            for b in content
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+        )
+    return ""
+
+
+def common_ancestor(idx: TreeIndex, a: str | None, b: str | None) -> str | None:
+    on_a = {n.id for n in path_to_root(idx, a)}
+    common: str | None = None
+    for node in path_to_root(idx, b):
+        if node.id in on_a:
+            common = node.id
+    return common
+
+
+def descendants_count(idx: TreeIndex, node_id: str) -> int:
+    by_parent: dict[str | None, list[str]] = {}
+    for i in idx.order:
+        by_parent.setdefault(idx.by_id[i].parent_id, []).append(i)
+    count, stack = 0, list(by_parent.get(node_id, []))
+    while stack:
+        count += 1
+        stack.extend(by_parent.get(stack.pop(), []))
+    return count
+
+
+def check_acyclic(parents: Mapping[str, str | None]) -> list[str]:
+    """Ids that lie on a parent cycle (including self-parents). Iterative, O(n)."""
+    state: dict[str, int] = {}  # 1 = on current walk, 2 = done (reaches a root)
+    bad: list[str] = []
+    for start in parents:
+        if start in state:
+            continue
+        walk: list[str] = []
+        node: str | None = start
+        while node is not None and node in parents and node not in state:
+            state[node] = 1
+            walk.append(node)
+            node = parents[node]
+        if node is not None and state.get(node) == 1:
+            cycle_start = walk.index(node)
+            bad.extend(walk[cycle_start:])
+        for n in walk:
+            state[n] = 2
+    return bad
+
+
+def leaf_after_load(nodes: Sequence[Node]) -> str | None:
+    """pi's leaf on load: the last entry line in file order."""
+    return nodes[-1].id if nodes else None
