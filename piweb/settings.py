@@ -116,8 +116,7 @@ def _database() -> dict[str, Any]:
     if url:
         import dj_database_url
 
-        db: dict[str, Any] = dj_database_url.parse(url, conn_max_age=env_int("PIWEB_DB_CONN_MAX_AGE", 0))
-        return db
+        return dict(dj_database_url.parse(url, conn_max_age=env_int("PIWEB_DB_CONN_MAX_AGE", 0)))
     # WAL + IMMEDIATE transactions + a busy timeout: concurrent writers queue instead of failing
     # with "database is locked".
     return {

@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from ninja import Body, File, Form, Router, UploadedFile
 
 from sessions_app import selectors, services
 from sessions_app.errors import InvalidEntry
+from sessions_app.models import Session
 from sessions_app.schemas import (
     ContextOut,
     EntryCreatedOut,
@@ -27,8 +29,14 @@ from sessions_app.schemas import (
 router = Router(tags=["sessions"])
 
 
-def _session(request: HttpRequest, session_id: str) -> Any:
+def _session(request: HttpRequest, session_id: str) -> Session:
     return selectors.session_get_for_user(user=request.user, public_id=session_id)
+
+
+def _user(request: HttpRequest) -> User:
+    # Both authenticators (token, Django session) only let signed-in users through.
+    assert isinstance(request.user, User)
+    return request.user
 
 
 @router.get("", response=list[SessionOut], url_name="session_list")
@@ -40,7 +48,7 @@ def session_list(request: HttpRequest) -> list[SessionOut]:
 @router.post("", response={201: SessionOut}, url_name="session_create")
 def session_create(request: HttpRequest, body: SessionIn | None = None) -> tuple[int, SessionOut]:
     body = body or SessionIn()
-    session = services.session_create(owner=request.user, name=body.name, cwd=body.cwd)  # type: ignore[arg-type]
+    session = services.session_create(owner=_user(request), name=body.name, cwd=body.cwd)
     return 201, SessionOut.of(session)
 
 
@@ -53,10 +61,10 @@ def session_import(
     request: HttpRequest, file: File[UploadedFile], partial: Form[bool] = False
 ) -> tuple[int, ImportOut]:
     result = services.session_import(
-        owner=request.user,
+        owner=_user(request),
         data=file.read(),
         source_path=file.name or "",
-        partial=partial,  # type: ignore[arg-type]
+        partial=partial,
     )
     out = ImportOut(
         id=result.session.public_id,
@@ -77,7 +85,7 @@ def session_detail(request: HttpRequest, session_id: str) -> SessionOut:
 @router.patch("/{session_id}", response=SessionOut, url_name="session_update")
 def session_update(request: HttpRequest, session_id: str, body: SessionPatch) -> SessionOut:
     session = _session(request, session_id)
-    services.session_rename(session=session, name=body.name, author=request.user)  # type: ignore[arg-type]
+    services.session_rename(session=session, name=body.name, author=_user(request))
     return SessionOut.of(session)
 
 
@@ -114,13 +122,13 @@ def session_tree(request: HttpRequest, session_id: str) -> HttpResponse:
 
 
 @router.post("/{session_id}/entries", response={201: EntryCreatedOut}, url_name="entry_create")
-def entry_create(request: HttpRequest, session_id: str, body: dict[str, Any] = Body(...)) -> tuple[int, dict[str, str]]:
+def entry_create(request: HttpRequest, session_id: str, body: Body[dict[str, Any]]) -> tuple[int, dict[str, str]]:
     session = _session(request, session_id)
     if not isinstance(body.get("type"), str):
         raise InvalidEntry("field 'type' must be a string", field="type")
     payload = dict(body)
     parent = payload.pop("parentId", services.UNSET)
-    entry = services.entry_append(session=session, payload=payload, parent_id=parent, author=request.user)  # type: ignore[arg-type]
+    entry = services.entry_append(session=session, payload=payload, parent_id=parent, author=_user(request))
     return 201, {"id": entry.entry_id}
 
 
@@ -134,11 +142,11 @@ def session_leaf(request: HttpRequest, session_id: str, body: LeafIn) -> Session
 @router.post("/{session_id}/labels", response={201: EntryCreatedOut}, url_name="session_label")
 def session_label(request: HttpRequest, session_id: str, body: LabelIn) -> tuple[int, dict[str, str]]:
     session = _session(request, session_id)
-    entry = services.label_set(session=session, target_id=body.targetId, label=body.label, author=request.user)  # type: ignore[arg-type]
+    entry = services.label_set(session=session, target_id=body.targetId, label=body.label, author=_user(request))
     return 201, {"id": entry.entry_id}
 
 
 @router.post("/{session_id}/fork", response={201: SessionOut}, url_name="session_fork")
 def session_fork(request: HttpRequest, session_id: str, body: ForkIn) -> tuple[int, SessionOut]:
-    fork = services.session_fork(session=_session(request, session_id), entry_id=body.entryId, owner=request.user)  # type: ignore[arg-type]
+    fork = services.session_fork(session=_session(request, session_id), entry_id=body.entryId, owner=_user(request))
     return 201, SessionOut.of(fork)

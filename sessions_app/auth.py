@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import HttpBearer
@@ -19,14 +19,14 @@ def _digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def api_token_create(*, user: AbstractBaseUser, name: str = "") -> tuple[ApiToken, str]:
+def api_token_create(*, user: User, name: str = "") -> tuple[ApiToken, str]:
     """A new token for user; the plain token is returned once and never stored."""
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     record = ApiToken.objects.create(user=user, name=name, prefix=token[:12], key_hash=_digest(token))
     return record, token
 
 
-def api_token_user(token: str) -> AbstractBaseUser | None:
+def api_token_user(token: str) -> User | None:
     record = (
         ApiToken.objects.select_related("user")
         .filter(key_hash=_digest(token), revoked_at__isnull=True, user__is_active=True)
@@ -41,7 +41,7 @@ def api_token_user(token: str) -> AbstractBaseUser | None:
 
 
 class BearerToken(HttpBearer):
-    def authenticate(self, request: HttpRequest, token: str) -> AbstractBaseUser | None:
+    def authenticate(self, request: HttpRequest, token: str) -> User | None:
         user = api_token_user(token)
         if user is not None:
             request.user = user

@@ -108,7 +108,7 @@ def _is_list(v: Any) -> bool:
     return isinstance(v, list)
 
 
-_KIND = {
+_KIND: dict[_Check, str] = {
     _is_str: "a string",
     _is_num: "a number",
     _is_bool: "true or false",

@@ -55,7 +55,7 @@ class SessionOut(Schema):
             messageCount=session.message_count,
             firstMessage=session.first_message or "(no messages)",
             leafId=session.leaf_id,
-            parentSessionId=session.parent_session.public_id if session.parent_session_id else None,
+            parentSessionId=session.parent_session.public_id if session.parent_session else None,
             entries=session.last_seq,
         )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db import connection
 from django.db.models import QuerySet
 
@@ -16,7 +16,7 @@ from sessions_app.models import Entry, Session
 from sessions_app.tree import Node
 
 
-def session_get_for_user(*, user: AbstractBaseUser | AnonymousUser, public_id: str) -> Session:
+def session_get_for_user(*, user: User | AnonymousUser, public_id: str) -> Session:
     """The session if this user may see it; SessionNotFound otherwise (missing or not theirs alike)."""
     if not user.is_authenticated:
         raise SessionNotFound()
@@ -30,7 +30,7 @@ def session_get_for_user(*, user: AbstractBaseUser | AnonymousUser, public_id: s
     return session
 
 
-def session_list_for_user(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Session]:
+def session_list_for_user(*, user: User | AnonymousUser) -> QuerySet[Session]:
     if not user.is_authenticated:
         return Session.objects.none()
     return Session.objects.filter(owner_id=user.pk, deleting=False).order_by("-modified_ms", "-id")

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -233,8 +233,10 @@ def build_entry(payload: Mapping[str, Any], *, entry_id: str, parent_id: str | N
 
 
 @transaction.atomic
-def session_create(*, owner: AbstractBaseUser, name: str | None = None, cwd: str = "") -> Session:
-    header = {"type": "session", "version": 3, "id": str(uuid.uuid4()), "timestamp": now_iso(), "cwd": cwd}
+def session_create(*, owner: User, name: str | None = None, cwd: str = "") -> Session:
+    header: dict[str, Any] = {
+        "type": "session", "version": 3, "id": str(uuid.uuid4()), "timestamp": now_iso(), "cwd": cwd,
+    }  # fmt: skip
     session = Session.objects.create(
         public_id=header["id"],
         owner=owner,
@@ -254,7 +256,7 @@ def entry_append(
     session: Session,
     payload: Mapping[str, Any],
     parent_id: str | None = UNSET,
-    author: AbstractBaseUser | None = None,
+    author: User | None = None,
     move_leaf: bool = True,
 ) -> Entry:
     """Append one entry: a child of the leaf, or of parent_id (None = a new root), in pi's shape.
@@ -323,7 +325,7 @@ def branch_with_summary(
     summary: str,
     details: Any = UNSET,
     from_hook: bool | None = None,
-    author: AbstractBaseUser | None = None,
+    author: User | None = None,
 ) -> Entry:
     """pi's branchWithSummary: move the leaf to entry_id, then hang a branch_summary there."""
     leaf_move(session=session, entry_id=entry_id)
@@ -335,7 +337,7 @@ def branch_with_summary(
     return entry_append(session=session, payload=payload, author=author)
 
 
-def label_set(*, session: Session, target_id: str, label: str | None, author: AbstractBaseUser | None = None) -> Entry:
+def label_set(*, session: Session, target_id: str, label: str | None, author: User | None = None) -> Entry:
     """Set (or, with an empty label, clear) a label: a label entry appended at the leaf."""
     payload: dict[str, Any] = {"type": "label", "targetId": target_id}
     text = (label or "").strip()
@@ -344,12 +346,12 @@ def label_set(*, session: Session, target_id: str, label: str | None, author: Ab
     return entry_append(session=session, payload=payload, author=author)
 
 
-def session_rename(*, session: Session, name: str, author: AbstractBaseUser | None = None) -> Entry:
+def session_rename(*, session: Session, name: str, author: User | None = None) -> Entry:
     return entry_append(session=session, payload={"type": "session_info", "name": name.strip()}, author=author)
 
 
 @transaction.atomic
-def session_fork(*, session: Session, entry_id: str, owner: AbstractBaseUser) -> Session:
+def session_fork(*, session: Session, entry_id: str, owner: User) -> Session:
     """pi's createBranchedSession: a new session holding the path to entry_id (labels re-created)."""
     sel.entry_get(session=session, entry_id=entry_id)
     path = [n for n in sel.path_nodes(session=session, leaf_id=entry_id) if n.type != "label"]
@@ -455,7 +457,7 @@ def _peek_header_id(data: bytes) -> str | None:
 
 def session_import(
     *,
-    owner: AbstractBaseUser,
+    owner: User,
     data: bytes,
     source_path: str = "",
     partial: bool = False,
@@ -483,7 +485,7 @@ def session_import(
             public_id=parsed.header["id"],
             owner=owner,
             header_raw=parsed.header_raw,
-            cwd=parsed.header.get("cwd") if isinstance(parsed.header.get("cwd"), str) else "",
+            cwd=cwd if isinstance(cwd := parsed.header.get("cwd"), str) else "",
             created=str(parsed.header.get("timestamp", "")),
         )
         session.save()

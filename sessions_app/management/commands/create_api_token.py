@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from sessions_app.auth import api_token_create
+
+
+class Command(BaseCommand):
+    help = "Create an API token for USERNAME and print it (it is stored hashed and cannot be shown again)."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("username")
+        parser.add_argument("--name", default="")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        User = get_user_model()
+        try:
+            user = User.objects.get(username=options["username"])
+        except User.DoesNotExist:
+            raise CommandError(f"no user named {options['username']!r}") from None
+        _, token = api_token_create(user=user, name=options["name"])
+        self.stdout.write(token)

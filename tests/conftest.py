@@ -1,0 +1,76 @@
+"""Shared fixtures: alice owns, bob is another user; real services build the data."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from django.test import Client
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+FIXTURES = SHARED / "fixtures" / "pi"
+BASELINE_SRC = SHARED / "bench" / "pi-baseline"
+
+
+@pytest.fixture(autouse=True)
+def _fast_hasher(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def alice(django_user_model):
+    return django_user_model.objects.create_user("alice", password="alice-pw")
+
+
+@pytest.fixture
+def bob(django_user_model):
+    return django_user_model.objects.create_user("bob", password="bob-pw")
+
+
+@pytest.fixture
+def alice_client(alice):
+    client = Client()
+    client.force_login(alice)
+    return client
+
+
+@pytest.fixture
+def bob_client(bob):
+    client = Client()
+    client.force_login(bob)
+    return client
+
+
+@pytest.fixture
+def htmx_client(alice):
+    client = Client(headers={"HX-Request": "true"})
+    client.force_login(alice)
+    return client
+
+
+@pytest.fixture(scope="session")
+def pi_baseline() -> Path:
+    """A directory where the real pi (npm) is installed, for oracle comparisons.
+
+    PIWEB_PI_BASELINE points at one; otherwise shared/bench/pi-baseline is copied to var/ and
+    `npm install`ed once (the npm registry is reachable wherever the tests run).
+    """
+    configured = os.environ.get("PIWEB_PI_BASELINE")
+    target = Path(configured) if configured else ROOT / "var" / "pi-baseline"
+    marker = target / "node_modules" / "@mariozechner" / "pi-coding-agent"
+    if marker.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with (target.parent / ".pi-baseline.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not marker.exists():
+            shutil.copytree(BASELINE_SRC, target, dirs_exist_ok=True)
+            for path in [target, *target.rglob("*")]:
+                path.chmod(path.stat().st_mode | 0o200)
+            subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"], cwd=target, check=True)
+    return target
