@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import time
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -10,7 +11,8 @@ from django.contrib.auth.models import User
 from sessions_app import services
 from sessions_app.models import Session
 
-_clock = itertools.count(1_767_600_000_000, 7_300)
+# Message times (Unix ms) a few minutes apart, ending about now.
+_clock = itertools.count(int(time.time() * 1000) - 3_600_000, 7_300)
 
 DEMO_MODEL = ("anthropic", "claude-sonnet-4-5", "anthropic-messages")
 

@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 FIXTURES = SHARED / "fixtures" / "pi"
 BASELINE_SRC = SHARED / "bench" / "pi-baseline"
+(ROOT / "var").mkdir(exist_ok=True)  # the SQLite test database lives there
 
 
 @pytest.fixture(autouse=True)
