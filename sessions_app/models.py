@@ -53,6 +53,7 @@ class Entry(models.Model):
     timestamp = models.CharField(max_length=64)
     ts_ms = models.BigIntegerField()
     raw = models.TextField()  # the exact JSON line
+    preview = models.TextField(default="")  # one line for tree rows and search (tree.row_text)
     depth = models.PositiveIntegerField()  # 0 for a root
     # Path state at this entry, so a context never has to walk past the last compaction.
     ctx_thinking = models.TextField(default='"off"')  # JSON text of the thinking level

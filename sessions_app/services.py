@@ -24,7 +24,7 @@ from sessions_app import selectors as sel
 from sessions_app.context import PathState, advance
 from sessions_app.errors import EntryNotFound, ImportRejected, InvalidEntry, SessionConflict
 from sessions_app.models import Entry, Session
-from sessions_app.tree import Node, message_text, parse_timestamp_ms
+from sessions_app.tree import Node, message_text, parse_timestamp_ms, row_text
 
 UNSET: Any = object()
 
@@ -141,6 +141,7 @@ def _insert(session: Session, lines: list[tuple[dict[str, Any], str]], author_id
                 data["timestamp"],
                 parse_timestamp_ms(data["timestamp"]) or 0,
                 raw,
+                row_text(data),
                 info.depth,
                 jsjson.dumps(info.state.thinking_level),
                 jsjson.dumps(info.state.model) if info.state.model is not None else None,
@@ -154,8 +155,8 @@ def _insert(session: Session, lines: list[tuple[dict[str, Any], str]], author_id
     with connection.cursor() as cursor:
         cursor.executemany(
             "INSERT INTO sessions_app_entry (session_id, seq, entry_id, parent_id, type, role, timestamp,"
-            " ts_ms, raw, depth, ctx_thinking, ctx_model, ctx_compaction_id, kept_from_id, author_id,"
-            " created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            " ts_ms, raw, preview, depth, ctx_thinking, ctx_model, ctx_compaction_id, kept_from_id, author_id,"
+            " created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             rows,
         )
     session.last_seq = seq

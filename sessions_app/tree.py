@@ -214,3 +214,68 @@ def check_acyclic(parents: Mapping[str, str | None]) -> list[str]:
 def leaf_after_load(nodes: Sequence[Node]) -> str | None:
     """pi's leaf on load: the last entry line in file order."""
     return nodes[-1].id if nodes else None
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    flat = " ".join(text.replace("\t", " ").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _tool_call_text(name: object, arguments: object) -> str:
+    args = arguments if isinstance(arguments, dict) else {}
+    path = args.get("path") or args.get("file_path")
+    if name == "bash" and isinstance(args.get("command"), str):
+        return f"[bash: {_one_line(args['command'], 50)}]"
+    if isinstance(path, str):
+        return f"[{name}: {path}]"
+    return f"[{name}]"
+
+
+def row_text(data: Mapping[str, Any]) -> str:
+    """One line describing an entry, after pi's /tree rows (newlines flattened, 200 chars)."""
+    kind = data.get("type")
+    if kind == "message":
+        raw_message = data.get("message")
+        message: Mapping[str, Any] = raw_message if isinstance(raw_message, dict) else {}
+        role = message.get("role")
+        text = message_text(message)
+        if role == "assistant":
+            if not text.strip():
+                stop = message.get("stopReason")
+                if stop == "aborted":
+                    return "assistant: (aborted)"
+                if stop == "error":
+                    return _one_line(f"assistant: {message.get('errorMessage') or 'error'}", 80)
+                calls = [b for b in message.get("content") or [] if isinstance(b, dict) and b.get("type") == "toolCall"]
+                if calls:
+                    return _one_line(
+                        "assistant: " + " ".join(_tool_call_text(c.get("name"), c.get("arguments")) for c in calls)
+                    )
+                return "assistant: (no content)"
+            return _one_line(f"assistant: {text}")
+        if role == "toolResult":
+            return _one_line(f"[{message.get('toolName')}]: {text}")
+        if role == "bashExecution":
+            return _one_line(f"[bash]: {message.get('command')}")
+        return _one_line(f"{role}: {text}")
+    if kind == "custom_message":
+        content = data.get("content")
+        text = content if isinstance(content, str) else message_text({"content": content})
+        return _one_line(f"[{data.get('customType')}]: {text}")
+    if kind == "compaction":
+        tokens = data.get("tokensBefore")
+        k = round(tokens / 1000) if isinstance(tokens, int | float) else "?"
+        return f"[compaction: {k}k tokens]"
+    if kind == "branch_summary":
+        return _one_line(f"[branch summary]: {data.get('summary')}")
+    if kind == "model_change":
+        return _one_line(f"[model: {data.get('modelId')}]")
+    if kind == "thinking_level_change":
+        return _one_line(f"[thinking: {data.get('thinkingLevel')}]")
+    if kind == "custom":
+        return _one_line(f"[custom: {data.get('customType')}]")
+    if kind == "label":
+        return _one_line(f"[label: {data.get('label') or '(cleared)'}]")
+    if kind == "session_info":
+        return _one_line(f"[name: {data.get('name') or ''}]")
+    return _one_line(f"[{kind}]")
