@@ -7,6 +7,7 @@ timestamp. Partial messages (``partial()``) have the same shape, for live render
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 from sessions_app.llm.base import (
@@ -130,3 +131,11 @@ class Assembler:
             message["errorMessage"] = self.error_message
         message["timestamp"] = self.timestamp_ms
         return message
+
+
+async def collect(events: AsyncIterator[Event], *, model: ModelInfo, timestamp_ms: int) -> dict[str, Any]:
+    """Run a whole stream and return the final AssistantMessage."""
+    assembler = Assembler(model=model, timestamp_ms=timestamp_ms)
+    async for event in events:
+        assembler.feed(event)
+    return assembler.message()
