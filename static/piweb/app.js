@@ -1,0 +1,253 @@
+/* piweb: theme, keyboard navigation of the session tree, folding, copy links, import progress.
+   No framework; htmx does the requests. Every text written here goes through textContent. */
+(function () {
+  "use strict";
+  var root = document.documentElement;
+  var saved = null;
+  try { saved = localStorage.getItem("piweb-theme"); } catch (e) { /* private mode */ }
+  root.dataset.theme = saved || (window.matchMedia && matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light");
+
+  function toast(text) {
+    var t = document.getElementById("toast");
+    if (!t) return;
+    t.textContent = text;
+    t.classList.add("show");
+    clearTimeout(t._timer);
+    t._timer = setTimeout(function () { t.classList.remove("show"); }, 1600);
+  }
+
+  // --- tree ------------------------------------------------------------------------------------
+  function tree() { return document.querySelector("[data-tree]"); }
+  function visibleRows() {
+    var t = tree();
+    if (!t) return [];
+    return Array.prototype.filter.call(t.querySelectorAll("li.node, summary.branch-head"), function (el) {
+      return el.offsetParent !== null;
+    });
+  }
+  function selected() { var t = tree(); return t && t.querySelector(".sel"); }
+  function select(el, scroll) {
+    var old = selected();
+    if (old) { old.classList.remove("sel"); old.setAttribute("aria-selected", "false"); }
+    if (!el) return;
+    el.classList.add("sel");
+    el.setAttribute("aria-selected", "true");
+    if (scroll !== false) el.scrollIntoView({ block: "nearest" });
+  }
+  function segRows(seg) {
+    return document.querySelectorAll('[data-tree] [data-seg="' + CSS.escape(seg) + '"]');
+  }
+  function setFold(head, folded) {
+    var seg = head.dataset.seg;
+    segRows(seg).forEach(function (el) { if (el !== head) el.classList.toggle("folded-away", folded); });
+    head.classList.toggle("folded", folded);
+    var btn = head.querySelector(".tog");
+    if (btn) btn.setAttribute("aria-expanded", folded ? "false" : "true");
+  }
+  function isFoldable(el) { return el.matches("li.node[data-head]") && el.querySelector("button.tog"); }
+  function branchOf(el) { return el.matches("summary.branch-head") ? el.parentElement : null; }
+  function moveTo(el) { if (el) select(el); }
+
+  function onTreeKey(ev) {
+    var rows = visibleRows();
+    if (!rows.length) return;
+    var cur = selected();
+    var i = cur ? rows.indexOf(cur) : -1;
+    var k = ev.key;
+    if (k === "ArrowDown" || k === "j") { moveTo(rows[(i + 1) % rows.length]); }
+    else if (k === "ArrowUp" || k === "k") { moveTo(rows[(i - 1 + rows.length) % rows.length]); }
+    else if (k === "ArrowLeft") {
+      if (!cur) return;
+      var det = branchOf(cur);
+      if (det && det.open) { det.open = false; }
+      else if (isFoldable(cur) && !cur.classList.contains("folded")) { setFold(cur, true); }
+      else {
+        for (var j = i - 1; j >= 0; j--) {
+          if (rows[j].matches("[data-head], [data-branch], summary.branch-head")) { moveTo(rows[j]); break; }
+        }
+      }
+    } else if (k === "ArrowRight") {
+      if (!cur) return;
+      var d = branchOf(cur);
+      if (d && !d.open) { d.open = true; }
+      else if (cur.classList.contains("folded")) { setFold(cur, false); }
+      else {
+        for (var n = i + 1; n < rows.length; n++) {
+          if (rows[n].matches("[data-branch], summary.branch-head")) { moveTo(rows[n]); break; }
+        }
+      }
+    } else if (k === "Enter") {
+      if (!cur) return;
+      var a = cur.querySelector("a.txt");
+      if (a) a.click(); else { var dd = branchOf(cur); if (dd) dd.open = !dd.open; }
+    } else if (k === "l" || k === "L") {
+      if (cur) openLabelEditor(cur);
+    } else { return; }
+    ev.preventDefault();
+  }
+
+  function openLabelEditor(row) {
+    var tpl = document.getElementById("label-form-template");
+    var id = row.dataset.id;
+    if (!tpl || !id) return;
+    var old = document.querySelector("[data-tree] .label-form");
+    if (old) old.parentElement.removeChild(old);
+    var form = tpl.content.firstElementChild.cloneNode(true);
+    form.querySelector("[name=entry]").value = id;
+    var input = form.querySelector("[name=label]");
+    input.value = row.dataset.label || "";
+    var holder = document.createElement("li");
+    holder.className = "label-row";
+    holder.appendChild(form);
+    row.insertAdjacentElement(row.tagName === "SUMMARY" ? "afterend" : "afterend", holder);
+    if (window.htmx) htmx.process(holder);
+    form.querySelector("[data-cancel]").addEventListener("click", function () {
+      holder.remove(); var t = tree(); if (t) t.focus(); select(row);
+    });
+    input.addEventListener("keydown", function (e) {
+      if (e.key === "Escape") { e.preventDefault(); holder.remove(); var t = tree(); if (t) t.focus(); }
+      e.stopPropagation();
+    });
+    input.focus();
+  }
+
+  document.addEventListener("keydown", function (ev) {
+    var t = tree();
+    if (!t) return;
+    var tag = (ev.target.tagName || "").toLowerCase();
+    var typing = tag === "input" || tag === "textarea" || tag === "select" || ev.target.isContentEditable;
+    if (ev.target.matches && ev.target.matches("[data-tree-search]") && (ev.key === "ArrowDown" || ev.key === "Enter")) {
+      ev.preventDefault(); t.focus(); if (!selected()) select(visibleRows()[0]); return;
+    }
+    if (typing || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    if (t.contains(document.activeElement) || document.activeElement === t || document.activeElement === document.body) {
+      if (ev.key === "/") { var s = document.querySelector("[data-tree-search]"); if (s) { ev.preventDefault(); s.focus(); } return; }
+      onTreeKey(ev);
+    }
+  });
+
+  document.addEventListener("click", function (ev) {
+    var btn = ev.target.closest && ev.target.closest("button.tog[data-fold]");
+    if (btn) {
+      var head = btn.closest("li.node");
+      setFold(head, !head.classList.contains("folded"));
+      select(head, false);
+      ev.preventDefault();
+      return;
+    }
+    var copy = ev.target.closest && ev.target.closest("[data-copy]");
+    if (copy) {
+      ev.preventDefault();
+      var url = new URL(copy.getAttribute("data-copy"), location.href).href;
+      var done = function () { toast("Link copied"); };
+      if (navigator.clipboard && window.isSecureContext) { navigator.clipboard.writeText(url).then(done, function () { prompt("Copy this link", url); }); }
+      else { var ta = document.createElement("textarea"); ta.value = url; document.body.appendChild(ta); ta.select(); try { document.execCommand("copy"); done(); } catch (e) { prompt("Copy this link", url); } ta.remove(); }
+      copy.dataset.copied = url;
+      return;
+    }
+    var theme = ev.target.closest && ev.target.closest("[data-theme-toggle]");
+    if (theme) {
+      root.dataset.theme = root.dataset.theme === "dark" ? "light" : "dark";
+      try { localStorage.setItem("piweb-theme", root.dataset.theme); } catch (e) { /* ignore */ }
+      return;
+    }
+    var row = ev.target.closest && ev.target.closest("[data-tree] li.node, [data-tree] summary.branch-head");
+    if (row) select(row, false);
+  });
+
+  function focusPage() {
+    var t = tree();
+    if (t) {
+      var f = t.querySelector("li.node.focus") || t.querySelector("li.node.current");
+      if (f) { select(f, false); f.scrollIntoView({ block: "center" }); }
+    }
+    var ex = document.getElementById("explorer");
+    var target = ex && ex.dataset.target && document.getElementById("e-" + ex.dataset.target);
+    if (target && location.hash !== "#composer") target.scrollIntoView({ block: "start" });
+    if (location.hash === "#composer") {
+      var c = document.getElementById("composer-text");
+      if (c) { c.scrollIntoView({ block: "center" }); c.focus(); }
+    }
+  }
+
+  document.addEventListener("DOMContentLoaded", function () { focusPage(); setupImport(); });
+  document.addEventListener("htmx:afterSettle", function (ev) {
+    var el = ev.detail && ev.detail.elt;
+    if (el && (el.id === "explorer")) focusPage();
+    if (el && el.id === "tree-body") { var first = el.querySelector("li.node.focus") || null; if (first) select(first, false); }
+  });
+
+  // --- import: drag and drop, several files, upload and import progress -----------------------
+  function setupImport() {
+    var form = document.querySelector("form[data-import]");
+    if (!form) return;
+    var input = form.querySelector("input[type=file]");
+    var progress = form.querySelector(".progress");
+    var bar = progress.querySelector(".bar span");
+    var text = progress.querySelector(".progress-text");
+    var results = form.querySelector("#import-results");
+    var token = form.querySelector("[name=csrfmiddlewaretoken]").value;
+
+    function send(files) {
+      files = Array.prototype.slice.call(files);
+      if (!files.length) return;
+      progress.hidden = false;
+      var i = 0, okCount = 0;
+      function next() {
+        if (i >= files.length) {
+          text.textContent = okCount + " of " + files.length + " file" + (files.length > 1 ? "s" : "") + " imported";
+          bar.style.width = "100%";
+          progress.classList.remove("busy");
+          if (window.htmx && document.getElementById("session-table")) htmx.ajax("GET", location.pathname + location.search, { target: "#session-table", swap: "outerHTML", select: "#session-table" });
+          return;
+        }
+        var file = files[i];
+        var data = new FormData();
+        data.append("files", file, file.name);
+        var xhr = new XMLHttpRequest();
+        xhr.open("POST", form.action);
+        xhr.setRequestHeader("X-CSRFToken", token);
+        xhr.setRequestHeader("HX-Request", "true");
+        xhr.upload.onprogress = function (e) {
+          if (!e.lengthComputable) return;
+          var pct = Math.round((e.loaded / e.total) * 100);
+          bar.style.width = ((i + pct / 100 * 0.5) / files.length * 100) + "%";
+          text.textContent = "Uploading " + file.name + " (" + (i + 1) + "/" + files.length + "): " + pct + "%";
+        };
+        xhr.upload.onload = function () {
+          progress.classList.add("busy");
+          bar.style.width = ((i + 0.5) / files.length * 100) + "%";
+          text.textContent = "Importing " + file.name + " on the server (" + (i + 1) + "/" + files.length + ")…";
+        };
+        xhr.onload = function () {
+          progress.classList.remove("busy");
+          if (xhr.status === 200) okCount++;
+          var holder = document.createElement("ul");
+          holder.innerHTML = xhr.responseText; // server-rendered, autoescaped template fragment
+          Array.prototype.slice.call(holder.children).forEach(function (li) { results.appendChild(li); });
+          bar.style.width = ((i + 1) / files.length * 100) + "%";
+          i++; next();
+        };
+        xhr.onerror = function () {
+          var li = document.createElement("li");
+          li.className = "import-result bad";
+          li.textContent = file.name + ": the upload failed (network error).";
+          results.appendChild(li);
+          i++; next();
+        };
+        xhr.send(data);
+      }
+      results.textContent = "";
+      next();
+    }
+    input.addEventListener("change", function () { send(input.files); input.value = ""; });
+    ["dragenter", "dragover"].forEach(function (n) {
+      form.addEventListener(n, function (e) { e.preventDefault(); form.classList.add("over"); });
+    });
+    ["dragleave", "drop"].forEach(function (n) {
+      form.addEventListener(n, function (e) { e.preventDefault(); form.classList.remove("over"); });
+    });
+    form.addEventListener("drop", function (e) { if (e.dataTransfer) send(e.dataTransfer.files); });
+    form.addEventListener("submit", function (e) { e.preventDefault(); send(input.files); });
+  }
+})();
