@@ -32,15 +32,20 @@ def advance(state: PathState, node: Node) -> PathState:
     if node.type == "thinking_level_change":
         return PathState(data.get("thinkingLevel"), state.model, state.compaction_id)
     if node.type == "model_change":
-        return PathState(state.thinking_level, _model(data, "provider", "modelId"), state.compaction_id)
+        return _with_model(state, _model(data, "provider", "modelId"))
     if node.type == "message":
         message = data.get("message")
         if isinstance(message, dict) and message.get("role") == "assistant":
-            return PathState(state.thinking_level, _model(message, "provider", "model"), state.compaction_id)
+            return _with_model(state, _model(message, "provider", "model"))
         return state
     if node.type == "compaction":
         return PathState(state.thinking_level, state.model, node.id)
     return state
+
+
+def _with_model(state: PathState, model: dict[str, Any]) -> PathState:
+    # Most assistant messages repeat the model in force: keep sharing the same state object.
+    return state if model == state.model else PathState(state.thinking_level, model, state.compaction_id)
 
 
 def _model(source: Mapping[str, Any], provider_key: str, model_key: str) -> dict[str, Any]:

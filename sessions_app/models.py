@@ -44,7 +44,8 @@ class Entry(models.Model):
     """One line of the session file. Never updated; deleted only with its whole session
     (database triggers enforce both)."""
 
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="entries")
+    # No single-column indexes: the (session, ...) constraints and indexes below cover them.
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="entries", db_index=False)
     seq = models.PositiveIntegerField()  # file order, dense from 1 within the session
     entry_id = models.CharField(max_length=200)
     parent_id = models.CharField(max_length=200, null=True, blank=True)
@@ -61,8 +62,15 @@ class Entry(models.Model):
     ctx_compaction_id = models.CharField(max_length=200, null=True)
     # On compactions: the first kept entry if it is an ancestor (where context walks stop).
     kept_from_id = models.CharField(max_length=200, null=True)
+    # Kept as written even if the user goes away: entries are history, never rewritten.
     author = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
+        related_name="+",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -75,7 +83,8 @@ class Entry(models.Model):
         ]
         indexes = [
             models.Index(fields=["session", "parent_id", "ts_ms"], name="entry_children"),
-            models.Index(fields=["session", "type"], name="entry_type"),
+            # Labels are replayed on every tree read; a partial index keeps that cheap to maintain.
+            models.Index(fields=["session", "seq"], name="entry_labels", condition=models.Q(type="label")),
         ]
 
     def __str__(self) -> str:

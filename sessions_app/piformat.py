@@ -7,14 +7,19 @@ default, refuses the whole file (the caller decides; see :class:`ParsedFile.prob
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from sessions_app import jsjson
-from sessions_app.tree import check_acyclic, parse_timestamp_ms
+from sessions_app.tree import check_acyclic, message_text, parse_timestamp_ms, row_text
 
 CURRENT_VERSION = 3
+
+# Widths of the columns ids, types, roles and timestamps are stored in (models.Entry, Session):
+# PostgreSQL refuses longer values, so they are rejected here, with their line number.
+MAX_ID_CHARS = 200
+MAX_SHORT_CHARS = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +43,7 @@ class Line:
     line: int
     raw: str  # the exact text of the line (re-serialised only when a migration changed it)
     data: dict[str, Any]
+    preview: str = ""  # tree.row_text of the full entry
 
     @property
     def id(self) -> str:
@@ -58,7 +64,9 @@ class ParsedFile:
     header_raw: str = ""
     version: int = CURRENT_VERSION  # as found in the file, before migration
     entries: list[Line] = field(default_factory=list)  # valid entries not yet stored, file order
-    extra_headers: list[tuple[int, str]] = field(default_factory=list)  # (entries before it, raw)
+    # Lines that are not entries of their own (repeated headers, repeated identical entry lines):
+    # (entries before it, raw), kept for a byte-identical export.
+    extra_headers: list[tuple[int, str]] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     fatal: bool = False  # the file as a whole is unusable (no header, too big, ...)
     leaf_id: str | None = None  # the last entry line of the file: pi's leaf on load
@@ -181,8 +189,19 @@ def validate_entry(data: Mapping[str, Any]) -> str | None:
     parent = data["parentId"]
     if parent is not None and not isinstance(parent, str):
         return f"field 'parentId' must be a string or null, not {_type_name(parent)}"
+    for name, value in (("type", kind), ("id", entry_id), ("parentId", parent)):
+        if isinstance(value, str) and not well_formed(value):
+            return f"field '{name}' holds an unpaired UTF-16 surrogate"
     if parse_timestamp_ms(data.get("timestamp")) is None:
         return "field 'timestamp' must be an ISO 8601 date-time string"
+    for name, value, limit in (
+        ("type", kind, MAX_SHORT_CHARS),
+        ("id", entry_id, MAX_ID_CHARS),
+        ("parentId", parent, MAX_ID_CHARS),
+        ("timestamp", data["timestamp"], MAX_SHORT_CHARS),
+    ):
+        if isinstance(value, str) and len(value) > limit:
+            return f"field '{name}' is longer than {limit} characters"
     rules = FIELDS.get(kind)
     if rules is None:
         return None
@@ -193,8 +212,22 @@ def validate_entry(data: Mapping[str, Any]) -> str | None:
     role = message.get("role")
     if not isinstance(role, str):
         return "field 'message.role' must be a string"
+    if not well_formed(role):
+        return "field 'message.role' holds an unpaired UTF-16 surrogate"
+    if len(role) > MAX_SHORT_CHARS:
+        return f"field 'message.role' is longer than {MAX_SHORT_CHARS} characters"
     role_rules = MESSAGE_FIELDS.get(role)
     return _check_fields(message, role_rules, "message.") if role_rules else None
+
+
+def well_formed(text: str) -> bool:
+    """False if text holds an unpaired UTF-16 surrogate: valid JSON ("\\ud800"), but no
+    database column can store it, so it must not reach one that is a key."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 # --- migrations (pi's migrateSessionEntries) ------------------------------------------------
@@ -224,12 +257,16 @@ def migrate(objects: list[dict[str, Any]], version: int, session_id: str) -> Non
             obj["parentId"] = previous
             previous = obj["id"]
             if obj.get("type") == "compaction":
+                # pi: only a number is looked up (and then deleted); a later line has no id yet,
+                # so a forward index leaves the compaction without firstKeptEntryId.
                 index = obj.get("firstKeptEntryIndex")
-                if isinstance(index, int | float) and not isinstance(index, bool) and index == int(index):
-                    i = int(index)
+                if isinstance(index, int | float) and not isinstance(index, bool):
+                    i = int(index) if index == int(index) else -1
                     if 0 <= i < len(objects) and objects[i].get("type") != "session":
-                        obj["firstKeptEntryId"] = objects[i]["id"]
-                obj.pop("firstKeptEntryIndex", None)
+                        target = objects[i].get("id")
+                        if target is not None:
+                            obj["firstKeptEntryId"] = target
+                    obj.pop("firstKeptEntryIndex", None)
     if version < 3:
         for obj in objects:
             if obj.get("type") == "session":
@@ -243,19 +280,57 @@ def migrate(objects: list[dict[str, Any]], version: int, session_id: str) -> Non
 # --- the whole file -------------------------------------------------------------------------
 
 
-def _parse_line(raw: str, number: int, limits: Limits) -> tuple[Any, Problem | None]:
+def _parse_line(chunk: bytes, number: int, limits: Limits) -> tuple[Any, str, Problem | None]:
+    """(object, text) of one line, or the problem with it. Blank lines give (None, "", None)."""
+    if len(chunk) > limits.max_line_bytes:
+        return None, "", Problem(number, f"line is {len(chunk)} bytes, over the limit of {limits.max_line_bytes}")
     try:
-        value = jsjson.loads(raw)
+        raw = chunk.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, "", Problem(number, f"not valid UTF-8 (byte {exc.start})")
+    if not raw.strip():
+        return None, "", None
+    try:
+        value = jsjson.loads(chunk)
     except jsjson.JSONDepthError:
-        return None, Problem(number, f"JSON nests deeper than {limits.max_depth} levels")
+        return None, raw, Problem(number, f"JSON nests deeper than {limits.max_depth} levels")
     except ValueError as exc:
-        return None, Problem(number, f"invalid JSON: {exc}")
+        return None, raw, Problem(number, f"invalid JSON: {exc}")
     # Counting brackets bounds the depth cheaply; walk only when it might be exceeded.
-    if raw.count("{") + raw.count("[") > limits.max_depth and jsjson.depth_exceeds(value, limits.max_depth):
-        return None, Problem(number, f"JSON nests deeper than {limits.max_depth} levels")
+    if chunk.count(b"{") + chunk.count(b"[") > limits.max_depth and jsjson.depth_exceeds(value, limits.max_depth):
+        return None, raw, Problem(number, f"JSON nests deeper than {limits.max_depth} levels")
     if not isinstance(value, dict):
-        return None, Problem(number, f"expected a JSON object, got {_type_name(value)}")
-    return value, None
+        return None, raw, Problem(number, f"expected a JSON object, got {_type_name(value)}")
+    return value, raw, None
+
+
+def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """(1-based number, bytes) of each line, without building a list of them all."""
+    start, number, size = 0, 0, len(data)
+    while start < size:
+        end = data.find(b"\n", start)
+        if end < 0:
+            end = size
+        number += 1
+        yield number, data[start:end]
+        start = end + 1
+
+
+_SLIM_MESSAGE_KEYS = ("role", "provider", "model", "timestamp")
+
+
+def slim(data: dict[str, Any]) -> dict[str, Any]:
+    """The fields storing an entry needs (tree, path state, listing), without bulky content."""
+    kind = data.get("type")
+    if kind == "message":
+        message = data["message"]
+        kept = {k: message[k] for k in _SLIM_MESSAGE_KEYS if k in message}
+        if message.get("role") == "user":
+            kept["content"] = message_text(message)
+        return {"type": kind, "id": data["id"], "parentId": data["parentId"], "timestamp": data["timestamp"],
+                "message": kept}  # fmt: skip
+    drop = {"custom": ("data",), "custom_message": ("content", "details")}.get(str(kind), ("details",))
+    return {k: v for k, v in data.items() if k not in drop}
 
 
 def parse(
@@ -263,11 +338,13 @@ def parse(
     *,
     limits: Limits = Limits(),
     known: Mapping[str, str] | None = None,
+    slim_data: bool = False,
 ) -> ParsedFile:
     """Parse, migrate and validate a pi session file.
 
     known maps the ids of entries already stored for this session to their stored lines: an equal
-    line is skipped (re-import), a different one is a conflict.
+    line is skipped (re-import), a different one is a conflict. slim_data keeps only what storing
+    needs in Line.data (see slim), so a large import holds little more than its lines' text.
     """
     known = known or {}
     result = ParsedFile()
@@ -276,92 +353,107 @@ def parse(
         result.fatal = True
         return result
 
-    objects: list[dict[str, Any]] = []  # header + entries, as parsed (pi's array)
-    numbers: list[int] = []
-    raws: list[str] = []
-    chunks = data.split(b"\n")
-    if chunks and chunks[-1] == b"":
-        chunks.pop()
-    result.lines = len(chunks)
-    for number, chunk in enumerate(chunks, start=1):
-        if len(chunk) > limits.max_line_bytes:
-            result.problems.append(
-                Problem(number, f"line is {len(chunk)} bytes, over the limit of {limits.max_line_bytes}")
-            )
-            continue
-        try:
-            raw = chunk.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            result.problems.append(Problem(number, f"not valid UTF-8 (byte {exc.start})"))
-            continue
-        if not raw.strip():
-            continue
-        value, problem = _parse_line(raw, number, limits)
+    lines_iter = _lines(data)
+    header, header_raw, header_number = None, "", 0
+    for number, chunk in lines_iter:
+        result.lines = number
+        value, raw, problem = _parse_line(chunk, number, limits)
         if problem is not None:
-            if not objects:  # the first line must be the header
-                result.problems.append(Problem(problem.line, f"broken header: {problem.message}"))
-                result.fatal = True
-                return result
-            result.problems.append(problem)
-            continue
-        objects.append(value)
-        numbers.append(number)
-        raws.append(raw)
-
-    if not objects:
+            result.problems.append(Problem(problem.line, f"broken header: {problem.message}"))
+            result.fatal = True
+            return result
+        if value is not None:
+            header, header_raw, header_number = value, raw, number
+            break
+    if header is None:
         result.problems.append(Problem(0, "the file is empty: no session header"))
         result.fatal = True
         return result
-    header = objects[0]
     if header.get("type") != "session" or not isinstance(header.get("id"), str) or not header["id"]:
         result.problems.append(
-            Problem(numbers[0], 'missing session header: the first line must be {"type":"session","id":...}')
+            Problem(header_number, 'missing session header: the first line must be {"type":"session","id":...}')
         )
         result.fatal = True
         return result
+    unstorable = [k for k in ("id", "cwd", "timestamp") if isinstance(v := header.get(k), str) and not well_formed(v)]
+    if unstorable:
+        result.problems.append(Problem(header_number, f"field '{unstorable[0]}' holds an unpaired UTF-16 surrogate"))
+        result.fatal = True
+        return result
+    for key, limit in (("id", MAX_ID_CHARS), ("timestamp", MAX_SHORT_CHARS)):
+        if len(str(header.get(key, ""))) > limit:  # str(): as Session.created stores it
+            result.problems.append(Problem(header_number, f"field '{key}' is longer than {limit} characters"))
+            result.fatal = True
+            return result
     version = header.get("version", 1)
-    if not _is_num(version) or version != int(version) or not version >= 1:
-        result.problems.append(Problem(numbers[0], f"field 'version' must be 1, 2 or 3, not {version!r}"))
+    if not _is_num(version) or version != int(version) or version < 1:
+        result.problems.append(Problem(header_number, f"field 'version' must be 1, 2 or 3, not {version!r}"))
         result.fatal = True
         return result
     if version > CURRENT_VERSION:
-        result.problems.append(Problem(numbers[0], f"unsupported session format version {version}"))
+        result.problems.append(Problem(header_number, f"unsupported session format version {version}"))
         result.fatal = True
         return result
     result.version = int(version)
+    parsed = _read_rest(lines_iter, limits, result)
     if result.version < CURRENT_VERSION:
+        objects = [header, *(obj for _, _, obj in parsed)]
         migrate(objects, result.version, header["id"])
-        raws = [jsjson.dumps(obj) for obj in objects]
+        header_raw = jsjson.dumps(header)
+        parsed = [(number, jsjson.dumps(obj), obj) for number, _, obj in parsed]
     result.header = header
-    result.header_raw = raws[0]
+    result.header_raw = header_raw
 
     lines: list[Line] = []
-    for i in range(1, len(objects)):
-        obj, number = objects[i], numbers[i]
+    for number, raw, obj in parsed:
         if obj.get("type") == "session":
-            result.extra_headers.append((len(lines), raws[i]))
+            result.extra_headers.append((len(lines), raw))
             continue
         problem_text = validate_entry(obj)
         if problem_text:
             result.problems.append(Problem(number, problem_text))
             continue
-        lines.append(Line(number, raws[i], obj))
+        preview = row_text(obj)
+        lines.append(Line(number, raw, slim(obj) if slim_data else obj, preview))
     _check_tree(lines, known, result)
     return result
 
 
+def _read_rest(
+    lines_iter: Iterator[tuple[int, bytes]], limits: Limits, result: ParsedFile
+) -> list[tuple[int, str, dict[str, Any]]]:
+    parsed: list[tuple[int, str, dict[str, Any]]] = []
+    for number, chunk in lines_iter:
+        result.lines = number
+        value, raw, problem = _parse_line(chunk, number, limits)
+        if problem is not None:
+            result.problems.append(problem)
+        elif value is not None:
+            parsed.append((number, raw, value))
+    return parsed
+
+
 def _check_tree(lines: list[Line], known: Mapping[str, str], result: ParsedFile) -> None:
     first_line: dict[str, int] = {}
+    first_raw: dict[str, str] = {}
     fresh: list[Line] = []
     order: list[str] = []  # ids of usable lines in file order, for the leaf
     for ln in lines:
         entry_id = ln.id
         if entry_id in first_line:
+            if first_raw[entry_id] == ln.raw:
+                # The same line again: pi's lazy flush re-writes header and entries after a repeated
+                # header (spec 2.3); like pi's byId map, it is the same entry, not a second one.
+                # Kept as an extra line so the export stays byte-identical.
+                order.append(entry_id)
+                result.extra_headers.append((len(fresh), ln.raw))
+                continue
             result.problems.append(
                 Problem(ln.line, f"duplicate id {entry_id!r} (first used on line {first_line[entry_id]})")
             )
             continue
         first_line[entry_id] = ln.line
+        first_raw[entry_id] = ln.raw
         if entry_id in known:
             if known[entry_id] != ln.raw:
                 result.problems.append(

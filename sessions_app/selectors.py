@@ -92,8 +92,10 @@ def session_context(*, session: Session, leaf_id: str | None = None) -> dict[str
 
 
 def children(*, session: Session, entry_id: str | None) -> QuerySet[Entry]:
-    """Children ordered by timestamp, equal times in file order (as pi's getTree)."""
-    return Entry.objects.filter(session=session, parent_id=entry_id).order_by("ts_ms", "seq")
+    """Children ordered by timestamp, equal times in file order; the roots (entry_id None) in file
+    order. As pi's getTree(), which sorts children lists but leaves the roots as found."""
+    query = Entry.objects.filter(session=session, parent_id=entry_id)
+    return query.order_by("seq") if entry_id is None else query.order_by("ts_ms", "seq")
 
 
 def labels(*, session: Session) -> dict[str, str]:
@@ -133,7 +135,7 @@ def tree_flat(*, session: Session) -> dict[str, Any]:
 def export_lines(*, session: Session) -> Iterator[str]:
     """The session as pi JSONL, one line (with its newline) at a time."""
     yield session.header_raw + "\n"
-    extra = sorted((int(after), raw) for after, raw in session.extra_headers)
+    extra = sorted(((int(after), raw) for after, raw in session.extra_headers), key=lambda item: item[0])
     k = 0
     rows = Entry.objects.filter(session=session).order_by("seq").values_list("seq", "raw")
     for seq, raw in rows.iterator(chunk_size=2000):

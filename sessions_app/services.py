@@ -22,9 +22,9 @@ from django.utils import timezone
 from sessions_app import jsjson, piformat
 from sessions_app import selectors as sel
 from sessions_app.context import PathState, advance
-from sessions_app.errors import EntryNotFound, ImportRejected, InvalidEntry, SessionConflict
+from sessions_app.errors import EntryNotFound, ImportRejected, InvalidEntry, SessionConflict, SessionNotFound
 from sessions_app.models import Entry, Session
-from sessions_app.tree import Node, message_text, parse_timestamp_ms, row_text
+from sessions_app.tree import Node, js_trim, message_text, parse_timestamp_ms, row_text
 
 UNSET: Any = object()
 
@@ -95,7 +95,16 @@ def _is_stored_ancestor(session: Session, start_id: str | None, target_id: str, 
         return cursor.fetchone() is not None
 
 
-def _insert(session: Session, lines: list[tuple[dict[str, Any], str]], author_id: int | None) -> None:
+# An entry to store: its object (possibly slimmed by piformat.slim), its exact line, its row text.
+Pending = tuple[dict[str, Any], str, str | None]
+_INSERT = (
+    "INSERT INTO sessions_app_entry (session_id, seq, entry_id, parent_id, type, role, timestamp, ts_ms, raw,"
+    " preview, depth, ctx_thinking, ctx_model, ctx_compaction_id, kept_from_id, author_id, created_at)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
+
+
+def _insert(session: Session, lines: list[Pending], author_id: int | None) -> None:
     """Store entries (already validated; parents exist in the batch or the session) in list order.
 
     Computes each entry's depth and path state from its parent, parents first, so that reads never
@@ -103,62 +112,52 @@ def _insert(session: Session, lines: list[tuple[dict[str, Any], str]], author_id
     """
     if not lines:
         return
-    batch = {data["id"]: (data, raw) for data, raw in lines}
-    outside = {d["parentId"] for d, _ in lines if d["parentId"] is not None and d["parentId"] not in batch}
+    batch = {p[0]["id"]: p[0] for p in lines}
+    outside = {d["parentId"] for d in batch.values() if d["parentId"] is not None and d["parentId"] not in batch}
     known = _stored_states(session, outside)
     kids: dict[str | None, list[str]] = {}
-    for data, _ in lines:
+    for data in batch.values():
         kids.setdefault(data["parentId"], []).append(data["id"])
     computed: dict[str, _Known] = {}
-    queue = deque(d["id"] for d, _ in lines if d["parentId"] is None or d["parentId"] not in batch)
+    queue = deque(i for i, d in batch.items() if d["parentId"] is None or d["parentId"] not in batch)
     while queue:
         entry_id = queue.popleft()
-        data = batch[entry_id][0]
+        data = batch[entry_id]
         parent = data["parentId"]
-        base = computed.get(parent) or known.get(parent) if parent is not None else None
-        node = Node(entry_id, parent, data["type"], data)
-        state = advance(base.state if base else PathState(), node)
+        base = (computed.get(parent) or known.get(parent)) if parent is not None else None
+        state = advance(base.state if base else PathState(), Node(entry_id, parent, data["type"], data))
         computed[entry_id] = _Known(base.depth + 1 if base else 0, state)
         queue.extend(kids.get(entry_id, ()))
 
-    created_at = timezone.now()
-    rows = []
+    state_json: dict[int, tuple[PathState, str, str | None]] = {}  # states are shared along a path
+    created_at = connection.ops.adapt_datetimefield_value(timezone.now())  # once, not per row
+    rows: list[tuple[Any, ...]] = []
     seq = session.last_seq
-    for data, raw in lines:
-        seq += 1
-        info = computed[data["id"]]
-        kept_from = _kept_from(session, data, batch, computed) if data["type"] == "compaction" else None
-        message = data.get("message") if data["type"] == "message" else None
-        role = message.get("role") if isinstance(message, dict) else None
-        rows.append(
-            (
-                session.pk,
-                seq,
-                data["id"],
-                data["parentId"],
-                data["type"],
-                role if isinstance(role, str) else None,
-                data["timestamp"],
-                parse_timestamp_ms(data["timestamp"]) or 0,
-                raw,
-                row_text(data),
-                info.depth,
-                jsjson.dumps(info.state.thinking_level),
-                jsjson.dumps(info.state.model) if info.state.model is not None else None,
-                info.state.compaction_id,
-                kept_from,
-                author_id,
-                created_at,
-            )
-        )
-        _update_listing(session, data)
     with connection.cursor() as cursor:
-        cursor.executemany(
-            "INSERT INTO sessions_app_entry (session_id, seq, entry_id, parent_id, type, role, timestamp,"
-            " ts_ms, raw, preview, depth, ctx_thinking, ctx_model, ctx_compaction_id, kept_from_id, author_id,"
-            " created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            rows,
-        )
+        for data, raw, preview in lines:
+            seq += 1
+            info = computed[data["id"]]
+            cached = state_json.get(id(info.state))
+            if cached is None:
+                model = info.state.model
+                cached = (info.state, jsjson.dumps(info.state.thinking_level),
+                          jsjson.dumps(model) if model is not None else None)  # fmt: skip
+                state_json[id(info.state)] = cached
+            kept_from = _kept_from(session, data, batch, computed) if data["type"] == "compaction" else None
+            message = data.get("message") if data["type"] == "message" else None
+            role = message.get("role") if isinstance(message, dict) else None
+            rows.append((
+                session.pk, seq, data["id"], data["parentId"], data["type"], role if isinstance(role, str) else None,
+                data["timestamp"], parse_timestamp_ms(data["timestamp"]) or 0, raw,
+                _storable(row_text(data) if preview is None else preview), info.depth, cached[1], cached[2],
+                info.state.compaction_id, kept_from, author_id, created_at,
+            ))  # fmt: skip
+            _update_listing(session, data)
+            if len(rows) >= 2000:
+                cursor.executemany(_INSERT, rows)
+                rows = []
+        if rows:
+            cursor.executemany(_INSERT, rows)
     session.last_seq = seq
 
 
@@ -181,16 +180,16 @@ def _kept_from(
             return target
         if computed[node].depth <= target_depth:
             return None
-        node = batch[node][0]["parentId"]
+        node = batch[node]["parentId"]
     return target if _is_stored_ancestor(session, node, target, target_depth) else None
 
 
 def _update_listing(session: Session, data: Mapping[str, Any]) -> None:
     kind = data["type"]
     if kind == "session_info":
+        # pi lists the latest session_info's name: an empty or missing one clears it.
         name = data.get("name")
-        if isinstance(name, str) and name.strip():
-            session.name = name.strip()
+        session.name = _storable(js_trim(name)) if isinstance(name, str) else ""
     elif kind == "message":
         message = data["message"]
         session.message_count += 1
@@ -205,12 +204,28 @@ def _update_listing(session: Session, data: Mapping[str, Any]) -> None:
             if ms and ms > session.modified_ms:
                 session.modified_ms = int(ms)
         if role == "user" and not session.first_message:
-            session.first_message = message_text(message)
+            session.first_message = _storable(message_text(message))
+
+
+def _storable(text: str) -> str:
+    """text with unpaired UTF-16 surrogates as U+FFFD. JSON may hold them ("\\ud800", which
+    JSON.stringify writes for a string cut inside a pair); UTF-8 databases refuse them."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 def _locked(session: Session) -> Session:
-    """Re-read the session under a write lock (SQLite: the IMMEDIATE transaction already holds it)."""
-    return Session.objects.select_for_update().get(pk=session.pk)
+    """Re-read the session under a write lock (SQLite: the IMMEDIATE transaction already holds it).
+
+    SessionNotFound if it was deleted meanwhile (a writer that waited for the delete's lock).
+    """
+    locked = Session.objects.select_for_update().filter(pk=session.pk, deleting=False).first()
+    if locked is None:
+        raise SessionNotFound()
+    return locked
 
 
 def _new_entry_id(session: Session) -> str:
@@ -266,7 +281,8 @@ def entry_append(
     """
     locked = _locked(session)
     parent = locked.leaf_id if parent_id is UNSET else parent_id
-    if parent is not None and not Entry.objects.filter(session=locked, entry_id=parent).exists():
+    # A parentId of the wrong type is left to validate_entry (400 naming the field), not reported missing.
+    if isinstance(parent, str) and not Entry.objects.filter(session=locked, entry_id=parent).exists():
         raise EntryNotFound(f"Entry {parent} not found", parentId=parent)
     entry_id = payload.get("id")
     if entry_id is None:
@@ -292,7 +308,7 @@ def entry_append(
         raw = jsjson.dumps(data, max_depth=settings.PIWEB_IMPORT_MAX_DEPTH)
     except jsjson.JSONDepthError:
         raise InvalidEntry(f"the entry nests deeper than {settings.PIWEB_IMPORT_MAX_DEPTH} levels") from None
-    _insert(locked, [(data, raw)], author.pk if author is not None else None)
+    _insert(locked, [(data, raw, None)], author.pk if author is not None else None)
     if move_leaf:
         locked.leaf_id = entry_id
     locked.save()
@@ -355,7 +371,7 @@ def session_rename(*, session: Session, name: str, author: User | None = None) -
 def session_fork(*, session: Session, entry_id: str, owner: User) -> Session:
     """pi's createBranchedSession: a new session holding the path to entry_id (labels re-created)."""
     sel.entry_get(session=session, entry_id=entry_id)
-    path = [n for n in sel.path_nodes(session=session, leaf_id=entry_id) if n.type != "label"]
+    path, rechained = _path_without_labels(sel.path_nodes(session=session, leaf_id=entry_id))
     header: dict[str, Any] = {
         "type": "session",
         "version": 3,
@@ -374,7 +390,7 @@ def session_fork(*, session: Session, entry_id: str, owner: User) -> Session:
         parent_session=session,
     )
     raws = dict(Entry.objects.filter(session=session, entry_id__in=[n.id for n in path]).values_list("entry_id", "raw"))
-    _insert(fork, [(dict(n.data), raws[n.id]) for n in path], None)
+    _insert(fork, [(dict(n.data), jsjson.dumps(n.data) if n.id in rechained else raws[n.id], None) for n in path], None)
     fork.leaf_id = path[-1].id if path else None
     on_path = {n.id for n in path}
     for target, label in sel.labels(session=session).items():
@@ -385,10 +401,42 @@ def session_fork(*, session: Session, entry_id: str, owner: User) -> Session:
                 parent_id=fork.leaf_id,
                 timestamp=now_iso(),
             )
-            _insert(fork, [(entry, jsjson.dumps(entry))], owner.pk)
+            _insert(fork, [(entry, jsjson.dumps(entry), None)], owner.pk)
             fork.leaf_id = entry["id"]
     fork.save()
     return fork
+
+
+def _path_without_labels(path: list[Node]) -> tuple[list[Node], set[str]]:
+    """The path minus its label entries, and the ids of the entries that had to change.
+
+    pi v0.58 kept the other lines as they were, so an entry whose parent was a label pointed at a
+    line the fork does not have (an orphan that cut the history off the context). Current pi
+    re-chains it to the previous kept entry and moves a compaction's firstKeptEntryId off a
+    dropped label onto the entry after it; so does piweb. Every other line stays byte-identical.
+    """
+    kept: list[Node] = []
+    changed: set[str] = set()
+    pending: list[str] = []  # dropped labels not yet followed by a kept entry
+    replacement: dict[str, str] = {}
+    parent: str | None = None
+    for node in path:
+        if node.type == "label":
+            pending.append(node.id)
+            continue
+        replacement.update((label_id, node.id) for label_id in pending)
+        pending.clear()
+        data = dict(node.data)
+        if data["parentId"] != parent:
+            data["parentId"] = parent
+            changed.add(node.id)
+        first_kept = data.get("firstKeptEntryId")
+        if node.type == "compaction" and isinstance(first_kept, str) and first_kept in replacement:
+            data["firstKeptEntryId"] = replacement[first_kept]
+            changed.add(node.id)
+        kept.append(Node(node.id, parent, node.type, data))
+        parent = node.id
+    return kept, changed
 
 
 @transaction.atomic
@@ -452,7 +500,7 @@ def _peek_header_id(data: bytes) -> str | None:
             except ValueError:
                 return None
             value = header.get("id") if isinstance(header, dict) else None
-            return value if isinstance(value, str) else None
+            return value if isinstance(value, str) and piformat.well_formed(value) else None
     return None
 
 
@@ -491,7 +539,7 @@ def session_import(
         )
         session.save()
         before = session.last_seq
-        _insert(session, [(ln.data, ln.raw) for ln in parsed.entries], owner.pk)
+        _insert(session, [(ln.data, ln.raw, ln.preview) for ln in parsed.entries], owner.pk)
         for local, raw in parsed.extra_headers:
             session.extra_headers.append([before + local, raw])
         if parsed.entries or created:
@@ -532,6 +580,7 @@ def _parse_for(existing: Session | None, data: bytes, limits: piformat.Limits) -
             header_line + b"\n" + data[existing.source_bytes :],
             limits=limits,
             known=_StoredLines(existing, preload=False),
+            slim_data=True,
         )
         for i, p in enumerate(parsed.problems):
             if p.line > 1:
@@ -539,4 +588,6 @@ def _parse_for(existing: Session | None, data: bytes, limits: piformat.Limits) -
         for ln in parsed.entries:
             ln.line += skipped_lines
         return parsed
-    return piformat.parse(data, limits=limits, known=_StoredLines(existing, preload=existing is not None))
+    return piformat.parse(
+        data, limits=limits, known=_StoredLines(existing, preload=existing is not None), slim_data=True
+    )

@@ -25,6 +25,7 @@ ENTRY_TYPES = (
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
 
 
 class TreeError(ValueError):
@@ -32,17 +33,16 @@ class TreeError(ValueError):
 
 
 def parse_timestamp_ms(value: object) -> int | None:
-    """Date.parse() for the ISO strings pi writes; None if it is not one."""
+    """Date.parse() for the ISO strings pi writes (UTC offset required); None if it is not one."""
     if not isinstance(value, str) or not value:
         return None
-    text = value[:-1] + "+00:00" if value.endswith("Z") else value
     try:
-        dt = datetime.fromisoformat(text)
+        dt = datetime.fromisoformat(value)  # Python 3.11 reads the trailing "Z" too
     except ValueError:
         return None
     if dt.tzinfo is None:
         return None
-    return (dt - _EPOCH) // timedelta(milliseconds=1)
+    return (dt - _EPOCH) // _MS
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,9 +112,10 @@ def _timestamp_key(node: Node) -> float:
 
 
 def children(idx: TreeIndex, node_id: str | None) -> list[Node]:
-    """Children sorted by timestamp (stable: equal times keep file order), as getTree() does."""
+    """Children sorted by timestamp (stable: equal times keep file order), as getTree() does;
+    the roots (node_id None) stay in file order, as getTree() leaves them."""
     kids = [idx.by_id[i] for i in idx.order if idx.by_id[i].parent_id == node_id]
-    return sort_by_time(kids)
+    return kids if node_id is None else sort_by_time(kids)
 
 
 def sort_by_time(nodes: list[Node]) -> list[Node]:
@@ -145,14 +146,25 @@ def labels(nodes: Iterable[Node]) -> dict[str, str]:
     return resolved
 
 
+# What String.prototype.trim() strips: JavaScript's WhiteSpace and LineTerminator (not str.isspace).
+JS_WHITESPACE = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+
+
+def js_trim(text: str) -> str:
+    return text.strip(JS_WHITESPACE)
+
+
 def session_name(nodes: Iterable[Node]) -> str | None:
-    """The latest session_info with a truthy name (trimmed), as pi's getSessionName()."""
+    """The latest session_info's name, trimmed, as pi's getSessionName() and session list: an empty
+    or missing name clears it (None)."""
     name: str | None = None
     for node in nodes:
         if node.type == "session_info":
             value = node.data.get("name")
-            if isinstance(value, str) and value.strip():
-                name = value.strip()
+            name = (js_trim(value) or None) if isinstance(value, str) else None
     return name
 
 
@@ -217,7 +229,7 @@ def leaf_after_load(nodes: Sequence[Node]) -> str | None:
 
 
 def _one_line(text: str, limit: int = 200) -> str:
-    flat = " ".join(text.replace("\t", " ").split())
+    flat = " ".join(text[: limit * 2].split())  # split() also eats tabs and newlines
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
@@ -231,6 +243,22 @@ def _tool_call_text(name: object, arguments: object) -> str:
     return f"[{name}]"
 
 
+def _text_head(content: object, limit: int = 400) -> str:
+    """The first limit characters of a message's text (string content or text blocks)."""
+    if isinstance(content, str):
+        return content[:limit]
+    parts: list[str] = []
+    size = 0
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+                parts.append(block["text"][: limit - size])
+                size += len(parts[-1]) + 1
+                if size >= limit:
+                    break
+    return " ".join(parts)
+
+
 def row_text(data: Mapping[str, Any]) -> str:
     """One line describing an entry, after pi's /tree rows (newlines flattened, 200 chars)."""
     kind = data.get("type")
@@ -238,7 +266,7 @@ def row_text(data: Mapping[str, Any]) -> str:
         raw_message = data.get("message")
         message: Mapping[str, Any] = raw_message if isinstance(raw_message, dict) else {}
         role = message.get("role")
-        text = message_text(message)
+        text = _text_head(message.get("content"))
         if role == "assistant":
             if not text.strip():
                 stop = message.get("stopReason")
@@ -259,9 +287,7 @@ def row_text(data: Mapping[str, Any]) -> str:
             return _one_line(f"[bash]: {message.get('command')}")
         return _one_line(f"{role}: {text}")
     if kind == "custom_message":
-        content = data.get("content")
-        text = content if isinstance(content, str) else message_text({"content": content})
-        return _one_line(f"[{data.get('customType')}]: {text}")
+        return _one_line(f"[{data.get('customType')}]: {_text_head(data.get('content'))}")
     if kind == "compaction":
         tokens = data.get("tokensBefore")
         k = round(tokens / 1000) if isinstance(tokens, int | float) else "?"
