@@ -339,6 +339,7 @@ def parse(
     limits: Limits = Limits(),
     known: Mapping[str, str] | None = None,
     slim_data: bool = False,
+    progress: Callable[[int], None] | None = None,
 ) -> ParsedFile:
     """Parse, migrate and validate a pi session file.
 
@@ -395,7 +396,7 @@ def parse(
         result.fatal = True
         return result
     result.version = int(version)
-    parsed = _read_rest(lines_iter, limits, result)
+    parsed = _read_rest(lines_iter, limits, result, progress)
     if result.version < CURRENT_VERSION:
         objects = [header, *(obj for _, _, obj in parsed)]
         migrate(objects, result.version, header["id"])
@@ -420,9 +421,13 @@ def parse(
 
 
 def _read_rest(
-    lines_iter: Iterator[tuple[int, bytes]], limits: Limits, result: ParsedFile
+    lines_iter: Iterator[tuple[int, bytes]],
+    limits: Limits,
+    result: ParsedFile,
+    progress: Callable[[int], None] | None = None,
 ) -> list[tuple[int, str, dict[str, Any]]]:
     parsed: list[tuple[int, str, dict[str, Any]]] = []
+    pending = 0  # bytes read since the last progress report
     for number, chunk in lines_iter:
         result.lines = number
         value, raw, problem = _parse_line(chunk, number, limits)
@@ -430,6 +435,13 @@ def _read_rest(
             result.problems.append(problem)
         elif value is not None:
             parsed.append((number, raw, value))
+        if progress is not None:
+            pending += len(chunk) + 1
+            if pending >= 1 << 20:
+                progress(pending)
+                pending = 0
+    if progress is not None and pending:
+        progress(pending)
     return parsed
 
 

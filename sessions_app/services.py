@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -510,6 +510,7 @@ def session_import(
     data: bytes,
     source_path: str = "",
     partial: bool = False,
+    progress: Callable[[int], None] | None = None,
 ) -> ImportResult:
     """Import a pi session file; re-importing adds only lines not stored yet.
 
@@ -522,7 +523,7 @@ def session_import(
         existing = Session.objects.select_for_update().filter(public_id=session_id).first() if session_id else None
         if existing is not None and (existing.owner_id != owner.pk or existing.deleting):
             raise SessionConflict(f"session {session_id} already exists in piweb under another account")
-        parsed = _parse_for(existing, data, limits)
+        parsed = _parse_for(existing, data, limits, progress)
         if parsed.fatal or (parsed.problems and not partial):
             raise ImportRejected(
                 f"{len(parsed.problems)} problem(s) in the file; nothing was imported",
@@ -570,7 +571,12 @@ def _grown_tail(existing: Session | None, data: bytes) -> tuple[bytes, int] | No
     return header_line, prefix.count(b"\n") - 1
 
 
-def _parse_for(existing: Session | None, data: bytes, limits: piformat.Limits) -> piformat.ParsedFile:
+def _parse_for(
+    existing: Session | None,
+    data: bytes,
+    limits: piformat.Limits,
+    progress: Callable[[int], None] | None = None,
+) -> piformat.ParsedFile:
     """Parse the file; for a file that only grew since its last import, parse just the new tail."""
     grown = _grown_tail(existing, data)
     if grown is not None:
@@ -581,6 +587,7 @@ def _parse_for(existing: Session | None, data: bytes, limits: piformat.Limits) -
             limits=limits,
             known=_StoredLines(existing, preload=False),
             slim_data=True,
+            progress=progress,
         )
         for i, p in enumerate(parsed.problems):
             if p.line > 1:
@@ -589,5 +596,9 @@ def _parse_for(existing: Session | None, data: bytes, limits: piformat.Limits) -
             ln.line += skipped_lines
         return parsed
     return piformat.parse(
-        data, limits=limits, known=_StoredLines(existing, preload=existing is not None), slim_data=True
+        data,
+        limits=limits,
+        known=_StoredLines(existing, preload=existing is not None),
+        slim_data=True,
+        progress=progress,
     )

@@ -49,9 +49,20 @@ class Command(BaseCommand):
         with tqdm(total=total, unit="B", unit_scale=True, disable=options["no_progress"] or None) as bar:
             for path in files:
                 data = path.read_bytes()
+                shown = 0
+
+                def advance(done: int) -> None:
+                    nonlocal shown
+                    shown += done
+                    bar.update(done)
+
                 try:
                     result = services.session_import(
-                        owner=owner, data=data, source_path=str(path.resolve()), partial=options["partial"]
+                        owner=owner,
+                        data=data,
+                        source_path=str(path.resolve()),
+                        partial=options["partial"],
+                        progress=advance,
                     )
                 except SessionsError as exc:
                     failed += 1
@@ -68,7 +79,7 @@ class Command(BaseCommand):
                         unchanged += 1
                     for problem in result.skipped:
                         bar.write(f"  {path}:{problem.line}: skipped: {problem.message}")
-                bar.update(len(data))
+                bar.update(max(0, len(data) - shown))
         summary = f"{len(files)} files: {created} new, {grown} grown, {unchanged} unchanged, {failed} rejected"
         if failed:
             raise CommandError(summary)
