@@ -68,8 +68,8 @@ class Command(BaseCommand):
                     failed += 1
                     bar.write(self.style.ERROR(f"{path}: {exc.message}"))
                     for problem in exc.extra.get("errors", []):
-                        where = f"line {problem['line']}" if problem["line"] else "file"
-                        bar.write(f"  {path}:{problem['line']}: {where}: {problem['message']}")
+                        where = f"{path}:{problem['line']}" if problem["line"] else str(path)
+                        bar.write(f"  {where}: {problem['message']}")
                 else:
                     if result.created:
                         created += 1
