@@ -170,6 +170,14 @@ PIWEB_IMPORT_MAX_LINE_BYTES = env_int("PIWEB_IMPORT_MAX_LINE_BYTES", 32 * 1024 *
 PIWEB_IMPORT_MAX_FILE_BYTES = env_int("PIWEB_IMPORT_MAX_FILE_BYTES", 2 * 1024 * 1024 * 1024)
 PIWEB_IMPORT_MAX_DEPTH = env_int("PIWEB_IMPORT_MAX_DEPTH", 512)
 
+# LLM providers (sessions_app/llm/registry.py). No key: only the offline demo model is offered.
+PIWEB_OPENAI_API_KEY = env_secret("PIWEB_OPENAI_API_KEY")
+PIWEB_OPENAI_BASE_URL = env_str("PIWEB_OPENAI_BASE_URL")
+PIWEB_ANTHROPIC_API_KEY = env_secret("PIWEB_ANTHROPIC_API_KEY")
+PIWEB_ANTHROPIC_BASE_URL = env_str("PIWEB_ANTHROPIC_BASE_URL")
+PIWEB_LLM_MODELS = env_str("PIWEB_LLM_MODELS")  # JSON list in pi's models.json shape; replaces the defaults
+PIWEB_DEMO_DELAY = env_str("PIWEB_DEMO_DELAY", "0.02")  # seconds between the demo model's words
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

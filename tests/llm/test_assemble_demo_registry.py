@@ -155,3 +155,16 @@ def test_keys_never_show_in_repr_str_format_logs_or_pickles(caplog):
     assert secret.reveal() == key and bool(secret) and not Secret("")
     with pytest.raises(TypeError):
         pickle.dumps(secret)
+
+
+def test_registry_from_django_settings(settings, monkeypatch):
+    for name in ("PIWEB_OPENAI_API_KEY", "PIWEB_ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    settings.PIWEB_OPENAI_API_KEY = ""
+    settings.PIWEB_ANTHROPIC_API_KEY = ""
+    assert registry_from_settings().models == (DEMO_MODEL,)
+    settings.PIWEB_ANTHROPIC_API_KEY = "sk-from-settings"
+    settings.PIWEB_DEMO_DELAY = "0"
+    registry = registry_from_settings()
+    assert registry.default_model.id == "claude-sonnet-4-5"
+    assert registry.provider_for(DEMO_MODEL) == DemoProvider(delay=0.0)
