@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import functools
 import time
+from datetime import UTC, datetime
 from collections.abc import Callable, Iterable
 from typing import Any, Concatenate, ParamSpec
 from urllib.parse import urlencode
@@ -77,7 +78,7 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
     labels = explorer.labels_by_session(list(page.object_list))
     context = {
         "page": page,
-        "rows": [(s, labels.get(s.pk, [])) for s in page.object_list],
+        "rows": [(s, labels.get(s.pk, []), _when(s)) for s in page.object_list],
         "query": query,
         "qs": urlencode({k: v for k, v in query.items() if v}),
         "form": form,
@@ -86,6 +87,13 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
     if request.htmx and request.htmx.target == "session-table":
         return render(request, "sessions_app/session_list.html#session-table", context)
     return render(request, "sessions_app/session_list.html", context)
+
+
+def _when(session: Session) -> dict[str, str]:
+    modified = ""
+    if session.modified_ms:
+        modified = datetime.fromtimestamp(session.modified_ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M")
+    return {"created": session.created[:16].replace("T", " "), "modified": modified}
 
 
 @require_POST
@@ -261,6 +269,7 @@ def _detail_context(request: HtmxHttpRequest, session: Session, params: dict[str
         "draft": request.session.get(f"draft:{session.public_id}", ""),
         "self_url": page_url(session, leaf=leaf_id, target=target_id, filter=params["mode"]),
         "labels_used": sorted(set(data.labels.values())),
+        "when": _when(session),
     }
 
 

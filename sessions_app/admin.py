@@ -1,0 +1,122 @@
+"""Admin for auditing: sessions and entries browsable, searchable and filterable; entries read-only."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from sessions_app import jsjson
+from sessions_app.models import ApiToken, Entry, Session
+
+
+class ReadOnlyMixin:
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Session)
+class SessionAdmin(admin.ModelAdmin[Session]):
+    list_display = ("__str__", "owner", "message_count", "created", "modified", "ui_link")
+    list_filter = ("owner", "created_at")
+    search_fields = ("public_id", "name", "first_message", "cwd")
+    date_hierarchy = "created_at"
+    list_select_related = ("owner",)
+    readonly_fields = [f.name for f in Session._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Session | None = None) -> bool:
+        return False
+
+    @admin.display(description="modified", ordering="modified_ms")
+    def modified(self, obj: Session) -> str:
+        from datetime import UTC, datetime
+
+        if not obj.modified_ms:
+            return "—"
+        return datetime.fromtimestamp(obj.modified_ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M")
+
+    @admin.display(description="open")
+    def ui_link(self, obj: Session) -> SafeString:
+        return format_html('<a href="{}">Open in piweb</a>', reverse("sessions:detail", args=[obj.public_id]))
+
+
+class ModelFilter(admin.SimpleListFilter):
+    title = "model"
+    parameter_name = "model"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        values = Entry.objects.exclude(ctx_model=None).values_list("ctx_model", flat=True).distinct()[:50]
+        out: list[tuple[str, str]] = []
+        for raw in values:
+            if raw is None:
+                continue
+            data = jsjson.loads(raw)
+            out.append((raw, f"{data.get('provider')}/{data.get('modelId')}" if isinstance(data, dict) else raw))
+        return sorted(set(out), key=lambda x: x[1])
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Entry]) -> QuerySet[Entry]:
+        return queryset.filter(ctx_model=self.value()) if self.value() else queryset
+
+
+class LabelFilter(admin.SimpleListFilter):
+    title = "label"
+    parameter_name = "label"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        previews = Entry.objects.filter(type="label").values_list("preview", flat=True).distinct()[:200]
+        texts = sorted({p[len("[label: ") : -1] for p in previews if p.startswith("[label: ")} - {"(cleared)"})
+        return [(t, t) for t in texts]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Entry]) -> QuerySet[Entry]:
+        """Entries a label entry with this text points at (whether or not a later one cleared it)."""
+        if not self.value():
+            return queryset
+        targets = set()
+        for session_id, raw in Entry.objects.filter(type="label", preview=f"[label: {self.value()}]").values_list(
+            "session_id", "raw"
+        ):
+            targets.add((session_id, jsjson.loads(raw).get("targetId")))
+        ids = [t for _, t in targets if isinstance(t, str)]
+        return queryset.filter(entry_id__in=ids, session_id__in={s for s, _ in targets})
+
+
+@admin.register(Entry)
+class EntryAdmin(ReadOnlyMixin, admin.ModelAdmin[Entry]):
+    list_display = ("entry_id", "type", "role", "short_preview", "session", "timestamp", "ui_link")
+    list_filter = ("type", "role", ModelFilter, LabelFilter, "created_at")
+    search_fields = ("entry_id", "preview", "session__public_id", "session__name")
+    date_hierarchy = "created_at"
+    list_select_related = ("session",)
+    readonly_fields = [f.name for f in Entry._meta.fields]
+    show_full_result_count = False
+
+    @admin.display(description="text")
+    def short_preview(self, obj: Entry) -> str:
+        return obj.preview[:100]
+
+    @admin.display(description="open")
+    def ui_link(self, obj: Entry) -> SafeString:
+        url = reverse("sessions:detail", args=[obj.session.public_id])
+        return format_html('<a href="{}?{}">Open in piweb</a>', url, urlencode({"target": obj.entry_id}))
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
+    list_display = ("prefix", "name", "user", "created_at", "last_used_at", "revoked_at")
+    search_fields = ("prefix", "name", "user__username")
+    readonly_fields = ("prefix", "key_hash", "created_at", "last_used_at")

@@ -1,0 +1,74 @@
+"""A corpus of XSS payloads, put everywhere session text appears (views and browser tests)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+PAYLOADS = [
+    "<script>window.__xss=1</script>",
+    '<img src=x onerror="window.__xss=2">',
+    '"><svg onload=window.__xss=3>',
+    "'><iframe srcdoc=\"<script>parent.__xss=4</script>\"></iframe>",
+    "</textarea><script>window.__xss=5</script>",
+    "<details open ontoggle=window.__xss=6>",
+    "[click me](javascript:window.__xss=7)",
+    '<a href="javascript:window.__xss=8">link</a>',
+    "`<b onmouseover=window.__xss=9>x</b>`",
+    "</script><script>window.__xss=10</script>",
+]
+ALL = " ".join(PAYLOADS)
+# Fragments that must never appear in served HTML as live markup.
+DANGEROUS = [
+    "<script>window.__xss",
+    "<img src=x onerror",
+    "<svg onload",
+    "<iframe srcdoc",
+    "<details open ontoggle",
+    'href="javascript:',
+    "<b onmouseover",
+]
+
+
+def hostile_payloads(ts: int = 1_767_600_000_000) -> list[dict[str, Any]]:
+    """Entries whose every text field carries the corpus (append them in order)."""
+    return [
+        {"type": "session_info", "name": "name " + ALL},
+        {"type": "model_change", "provider": "p<script>x</script>", "modelId": ALL},
+        {"type": "thinking_level_change", "thinkingLevel": "high"},
+        {"type": "message", "message": {"role": "user", "content": [{"type": "text", "text": "user " + ALL}],
+                                        "timestamp": ts}},
+        {"type": "message", "message": {
+            "role": "assistant", "provider": "anthropic", "model": ALL, "api": "anthropic-messages",
+            "stopReason": "toolUse", "timestamp": ts + 1,
+            "content": [
+                {"type": "thinking", "thinking": "think " + ALL},
+                {"type": "text", "text": "answer " + ALL},
+                {"type": "toolCall", "id": "call-1", "name": "bash" + PAYLOADS[0], "arguments": {"command": ALL, "x": ALL}},
+            ],
+        }},
+        {"type": "message", "message": {"role": "toolResult", "toolCallId": "call-1", "toolName": ALL,
+                                        "content": [{"type": "text", "text": "out " + ALL}], "isError": False,
+                                        "timestamp": ts + 2}},
+        {"type": "custom_message", "customType": "ext" + PAYLOADS[1], "content": "custom " + ALL, "display": True},
+        {"type": "message", "message": {
+            "role": "assistant", "provider": "anthropic", "model": "m", "api": "anthropic-messages",
+            "stopReason": "error", "errorMessage": ALL, "timestamp": ts + 3, "content": [],
+        }},
+        {"type": "branch_summary", "fromId": "root", "summary": "summary " + ALL},
+    ]  # fmt: skip
+
+
+def assert_no_live_payload(html: str) -> None:
+    for fragment in DANGEROUS:
+        assert fragment not in html, f"unescaped payload fragment {fragment!r} in the page"
+
+
+def jsonl(header_id: str, entries: list[dict[str, Any]]) -> bytes:
+    lines = [{"type": "session", "version": 3, "id": header_id, "timestamp": "2026-01-05T09:00:00.000Z", "cwd": "/x"}]
+    parent = None
+    for k, e in enumerate(entries):
+        full = {**e, "id": f"e{k:04d}", "parentId": parent, "timestamp": f"2026-01-05T09:{k // 60:02d}:{k % 60:02d}.000Z"}
+        lines.append(full)
+        parent = full["id"]
+    return ("\n".join(json.dumps(x) for x in lines) + "\n").encode()
