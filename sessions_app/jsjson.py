@@ -99,7 +99,7 @@ def _dump(value: Any, out: list[str], depth: int) -> None:
     elif isinstance(value, dict):
         out.append("{")
         first = True
-        for key, item in value.items():
+        for key, item in _js_items(value):
             if not first:
                 out.append(",")
             first = False
@@ -116,6 +116,28 @@ def _dump(value: Any, out: list[str], depth: int) -> None:
         out.append("]")
     else:
         raise TypeError(f"cannot serialise {type(value).__name__} as JSON")
+
+
+_DIGITS = frozenset("0123456789")
+_MAX_ARRAY_INDEX = 2**32 - 2
+
+
+def _is_array_index(key: Any) -> bool:
+    s = key if isinstance(key, str) else str(key)
+    return (
+        s[:1] in _DIGITS and s.isascii() and s.isdigit() and (len(s) == 1 or s[0] != "0") and int(s) <= _MAX_ARRAY_INDEX
+    )
+
+
+def _js_items(obj: dict[Any, Any]) -> Any:
+    """obj's items in JavaScript's property order, which JSON.stringify writes: array-index keys
+    ("0" … "4294967294" in canonical form) first, ascending; then the others in insertion order."""
+    indexes = [k for k in obj if _is_array_index(k)]
+    if not indexes:
+        return obj.items()
+    indexes.sort(key=lambda k: int(str(k)))
+    first = set(indexes)
+    return [(k, obj[k]) for k in indexes] + [(k, v) for k, v in obj.items() if k not in first]
 
 
 def loads(text: str | bytes) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from html.parser import HTMLParser
 from typing import Any
 
 PAYLOADS = [
@@ -18,18 +19,6 @@ PAYLOADS = [
     "</script><script>window.__xss=10</script>",
 ]
 ALL = " ".join(PAYLOADS)
-# Fragments that must never appear in served HTML as live markup.
-DANGEROUS = [
-    "<script>window.__xss",
-    "<img src=x onerror",
-    "<svg onload",
-    "<iframe srcdoc",
-    "<details open ontoggle",
-    'href="javascript:',
-    "<b onmouseover",
-]
-
-
 def hostile_payloads(ts: int = 1_767_600_000_000) -> list[dict[str, Any]]:
     """Entries whose every text field carries the corpus (append them in order)."""
     return [
@@ -59,9 +48,38 @@ def hostile_payloads(ts: int = 1_767_600_000_000) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
+class _Audit(HTMLParser):
+    """Collects markup the payloads could have injected: handlers, javascript: URLs, scripts, frames."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.problems: list[str] = []
+        self.in_script = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("iframe", "svg", "object", "embed"):
+            self.problems.append(f"<{tag}>")
+        for name, value in attrs:
+            if name.startswith("on"):
+                self.problems.append(f"{tag} {name}={value}")
+            if name in ("href", "src", "action", "formaction") and (value or "").strip().lower().startswith(
+                "javascript:"
+            ):
+                self.problems.append(f"{tag} {name}={value}")
+        self.in_script = tag == "script"
+
+    def handle_endtag(self, tag: str) -> None:
+        self.in_script = False
+
+    def handle_data(self, data: str) -> None:
+        if self.in_script and "__xss" in data:
+            self.problems.append("script with payload")
+
+
 def assert_no_live_payload(html: str) -> None:
-    for fragment in DANGEROUS:
-        assert fragment not in html, f"unescaped payload fragment {fragment!r} in the page"
+    audit = _Audit()
+    audit.feed(html)
+    assert not audit.problems, f"live payload markup in the page: {audit.problems[:5]}"
 
 
 def jsonl(header_id: str, entries: list[dict[str, Any]]) -> bytes:
