@@ -41,9 +41,16 @@ class Problem:
 @dataclass(slots=True)
 class Line:
     line: int
-    raw: str  # the exact text of the line (re-serialised only when a migration changed it)
+    source: bytes  # holds the line's exact UTF-8 text at [start:end] (the file, or a migrated line)
+    start: int
+    end: int
     data: dict[str, Any]
     preview: str = ""  # tree.row_text of the full entry
+
+    @property
+    def raw(self) -> str:
+        # Decoded on demand: 100k lines held as str would take 2-4 bytes a character.
+        return self.source[self.start : self.end].decode()
 
     @property
     def id(self) -> str:
@@ -304,15 +311,15 @@ def _parse_line(chunk: bytes, number: int, limits: Limits) -> tuple[Any, str, Pr
     return value, raw, None
 
 
-def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
-    """(1-based number, bytes) of each line, without building a list of them all."""
+def _lines(data: bytes) -> Iterator[tuple[int, int, int]]:
+    """(1-based number, start, end) of each line, without building a list of them all."""
     start, number, size = 0, 0, len(data)
     while start < size:
         end = data.find(b"\n", start)
         if end < 0:
             end = size
         number += 1
-        yield number, data[start:end]
+        yield number, start, end
         start = end + 1
 
 
@@ -356,9 +363,9 @@ def parse(
 
     lines_iter = _lines(data)
     header, header_raw, header_number = None, "", 0
-    for number, chunk in lines_iter:
+    for number, start, end in lines_iter:
         result.lines = number
-        value, raw, problem = _parse_line(chunk, number, limits)
+        value, raw, problem = _parse_line(data[start:end], number, limits)
         if problem is not None:
             result.problems.append(Problem(problem.line, f"broken header: {problem.message}"))
             result.fatal = True
@@ -396,64 +403,75 @@ def parse(
         result.fatal = True
         return result
     result.version = int(version)
-    parsed = _read_rest(lines_iter, limits, result, progress)
-    if result.version < CURRENT_VERSION:
-        objects = [header, *(obj for _, _, obj in parsed)]
-        migrate(objects, result.version, header["id"])
-        header_raw = jsjson.dumps(header)
-        parsed = [(number, jsjson.dumps(obj), obj) for number, _, obj in parsed]
-    result.header = header
-    result.header_raw = header_raw
-
     lines: list[Line] = []
-    for number, raw, obj in parsed:
+
+    def accept(number: int, source: bytes, start: int, end: int, obj: dict[str, Any]) -> None:
         if obj.get("type") == "session":
-            result.extra_headers.append((len(lines), raw))
-            continue
+            result.extra_headers.append((len(lines), source[start:end].decode()))
+            return
         problem_text = validate_entry(obj)
         if problem_text:
             result.problems.append(Problem(number, problem_text))
-            continue
-        preview = row_text(obj)
-        lines.append(Line(number, raw, slim(obj) if slim_data else obj, preview))
+            return
+        lines.append(Line(number, source, start, end, slim(obj) if slim_data else obj, row_text(obj)))
+
+    rest = _read_rest(data, lines_iter, limits, result, progress)
+    if result.version < CURRENT_VERSION:
+        # Migration needs every line at once (v1 compactions point at lines by index).
+        parsed = list(rest)
+        migrate([header, *(obj for *_, obj in parsed)], result.version, header["id"])
+        header_raw = jsjson.dumps(header)
+        rest = _migrated(parsed)
+    for number, source, start, end, obj in rest:  # v3: one line at a time, full objects never pile up
+        accept(number, source, start, end, obj)
+    result.header = header
+    result.header_raw = header_raw
     _check_tree(lines, known, result)
     return result
 
 
+_Read = tuple[int, bytes, int, int, dict[str, Any]]  # line number, buffer, start, end, object
+
+
+def _migrated(parsed: list[_Read]) -> Iterator[_Read]:
+    for number, _, _, _, obj in parsed:
+        text = jsjson.dumps(obj).encode()
+        yield number, text, 0, len(text), obj
+
+
 def _read_rest(
-    lines_iter: Iterator[tuple[int, bytes]],
+    data: bytes,
+    lines_iter: Iterator[tuple[int, int, int]],
     limits: Limits,
     result: ParsedFile,
     progress: Callable[[int], None] | None = None,
-) -> list[tuple[int, str, dict[str, Any]]]:
-    parsed: list[tuple[int, str, dict[str, Any]]] = []
+) -> Iterator[_Read]:
     pending = 0  # bytes read since the last progress report
-    for number, chunk in lines_iter:
+    for number, start, end in lines_iter:
         result.lines = number
-        value, raw, problem = _parse_line(chunk, number, limits)
+        value, _, problem = _parse_line(data[start:end], number, limits)
         if problem is not None:
             result.problems.append(problem)
         elif value is not None:
-            parsed.append((number, raw, value))
+            yield number, data, start, end, value
         if progress is not None:
-            pending += len(chunk) + 1
+            pending += end - start + 1
             if pending >= 1 << 20:
                 progress(pending)
                 pending = 0
     if progress is not None and pending:
         progress(pending)
-    return parsed
 
 
 def _check_tree(lines: list[Line], known: Mapping[str, str], result: ParsedFile) -> None:
     first_line: dict[str, int] = {}
-    first_raw: dict[str, str] = {}
+    first: dict[str, Line] = {}
     fresh: list[Line] = []
     order: list[str] = []  # ids of usable lines in file order, for the leaf
     for ln in lines:
         entry_id = ln.id
         if entry_id in first_line:
-            if first_raw[entry_id] == ln.raw:
+            if first[entry_id].raw == ln.raw:
                 # The same line again: pi's lazy flush re-writes header and entries after a repeated
                 # header (spec 2.3); like pi's byId map, it is the same entry, not a second one.
                 # Kept as an extra line so the export stays byte-identical.
@@ -465,7 +483,7 @@ def _check_tree(lines: list[Line], known: Mapping[str, str], result: ParsedFile)
             )
             continue
         first_line[entry_id] = ln.line
-        first_raw[entry_id] = ln.raw
+        first[entry_id] = ln
         if entry_id in known:
             if known[entry_id] != ln.raw:
                 result.problems.append(

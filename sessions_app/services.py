@@ -16,7 +16,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from sessions_app import jsjson, piformat
@@ -95,8 +95,9 @@ def _is_stored_ancestor(session: Session, start_id: str | None, target_id: str, 
         return cursor.fetchone() is not None
 
 
-# An entry to store: its object (possibly slimmed by piformat.slim), its exact line, its row text.
-Pending = tuple[dict[str, Any], str, str | None]
+# An entry to store: its object (possibly slimmed by piformat.slim), its exact line (or the parsed
+# line that decodes it when needed), its row text.
+Pending = tuple[dict[str, Any], "str | piformat.Line", str | None]
 _INSERT = (
     "INSERT INTO sessions_app_entry (session_id, seq, entry_id, parent_id, type, role, timestamp, ts_ms, raw,"
     " preview, depth, ctx_thinking, ctx_model, ctx_compaction_id, kept_from_id, author_id, created_at)"
@@ -148,7 +149,7 @@ def _insert(session: Session, lines: list[Pending], author_id: int | None) -> No
             role = message.get("role") if isinstance(message, dict) else None
             rows.append((
                 session.pk, seq, data["id"], data["parentId"], data["type"], role if isinstance(role, str) else None,
-                data["timestamp"], parse_timestamp_ms(data["timestamp"]) or 0, raw,
+                data["timestamp"], parse_timestamp_ms(data["timestamp"]) or 0, raw if isinstance(raw, str) else raw.raw,
                 _storable(row_text(data) if preview is None else preview), info.depth, cached[1], cached[2],
                 info.state.compaction_id, kept_from, author_id, created_at,
             ))  # fmt: skip
@@ -393,18 +394,32 @@ def session_fork(*, session: Session, entry_id: str, owner: User) -> Session:
     _insert(fork, [(dict(n.data), jsjson.dumps(n.data) if n.id in rechained else raws[n.id], None) for n in path], None)
     fork.leaf_id = path[-1].id if path else None
     on_path = {n.id for n in path}
+    set_at = _label_times(session)
     for target, label in sel.labels(session=session).items():
         if target in on_path:
             entry = build_entry(
                 {"type": "label", "targetId": target, "label": label},
                 entry_id=_new_entry_id(fork),
                 parent_id=fork.leaf_id,
-                timestamp=now_iso(),
+                timestamp=set_at.get(target) or now_iso(),
             )
             _insert(fork, [(entry, jsjson.dumps(entry), None)], owner.pk)
             fork.leaf_id = entry["id"]
     fork.save()
     return fork
+
+
+def _label_times(session: Session) -> dict[str, str]:
+    """When each label in force was set (pi's labelTimestampsById): a fork's re-created label
+    entries carry that timestamp, as pi's createBranchedSession writes them."""
+    times: dict[str, str] = {}
+    for raw in Entry.objects.filter(session=session, type="label").order_by("seq").values_list("raw", flat=True):
+        data = jsjson.loads(raw)
+        if data.get("label"):
+            times[data["targetId"]] = data["timestamp"]
+        else:
+            times.pop(data["targetId"], None)
+    return times
 
 
 def _path_without_labels(path: list[Node]) -> tuple[list[Node], set[str]]:
@@ -538,9 +553,17 @@ def session_import(
             cwd=cwd if isinstance(cwd := parsed.header.get("cwd"), str) else "",
             created=str(parsed.header.get("timestamp", "")),
         )
-        session.save()
+        try:
+            with transaction.atomic():
+                session.save()
+        except IntegrityError:
+            # Another import of the same new file committed the session first (PostgreSQL; on
+            # SQLite imports queue up): import into that one, which adds only what it lacks.
+            if not created or not Session.objects.filter(public_id=session.public_id).exists():
+                raise
+            return session_import(owner=owner, data=data, source_path=source_path, partial=partial)
         before = session.last_seq
-        _insert(session, [(ln.data, ln.raw, ln.preview) for ln in parsed.entries], owner.pk)
+        _insert(session, [(ln.data, ln, ln.preview) for ln in parsed.entries], owner.pk)
         for local, raw in parsed.extra_headers:
             session.extra_headers.append([before + local, raw])
         if parsed.entries or created:
