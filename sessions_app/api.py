@@ -7,7 +7,8 @@ from typing import Any
 import orjson
 from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
-from ninja import Body, File, Form, Router, UploadedFile
+from django.utils.http import content_disposition_header
+from ninja import Body, File, Form, Router, Status, UploadedFile
 
 from sessions_app import selectors, services
 from sessions_app.errors import InvalidEntry
@@ -46,10 +47,10 @@ def session_list(request: HttpRequest) -> list[SessionOut]:
 
 
 @router.post("", response={201: SessionOut}, url_name="session_create")
-def session_create(request: HttpRequest, body: SessionIn | None = None) -> tuple[int, SessionOut]:
+def session_create(request: HttpRequest, body: SessionIn | None = None) -> Status[SessionOut]:
     body = body or SessionIn()
     session = services.session_create(owner=_user(request), name=body.name, cwd=body.cwd)
-    return 201, SessionOut.of(session)
+    return Status(201, SessionOut.of(session))
 
 
 @router.post(
@@ -57,9 +58,7 @@ def session_create(request: HttpRequest, body: SessionIn | None = None) -> tuple
     response={201: ImportOut, 200: ImportOut, 400: ImportErrorOut, 409: ErrorOut},
     url_name="session_import",
 )
-def session_import(
-    request: HttpRequest, file: File[UploadedFile], partial: Form[bool] = False
-) -> tuple[int, ImportOut]:
+def session_import(request: HttpRequest, file: File[UploadedFile], partial: Form[bool] = False) -> Status[ImportOut]:
     result = services.session_import(
         owner=_user(request),
         data=file.read(),
@@ -74,7 +73,7 @@ def session_import(
         version=result.version,
         session=SessionOut.of(result.session),
     )
-    return (201 if result.created or result.added else 200), out
+    return Status(201 if result.created or result.added else 200, out)
 
 
 @router.get("/{session_id}", response=SessionOut, url_name="session_detail")
@@ -90,16 +89,17 @@ def session_update(request: HttpRequest, session_id: str, body: SessionPatch) ->
 
 
 @router.delete("/{session_id}", response={204: None}, url_name="session_delete")
-def session_delete(request: HttpRequest, session_id: str) -> tuple[int, None]:
+def session_delete(request: HttpRequest, session_id: str) -> Status[None]:
     services.session_delete(session=_session(request, session_id))
-    return 204, None
+    return Status(204, None)
 
 
 @router.get("/{session_id}/export.jsonl", url_name="session_export")
 def session_export(request: HttpRequest, session_id: str) -> StreamingHttpResponse:
     session = _session(request, session_id)
     response = StreamingHttpResponse(selectors.export_lines(session=session), content_type="application/x-ndjson")
-    response["Content-Disposition"] = f'attachment; filename="{export_filename(session)}"'
+    # RFC 6266 quoting: imported ids may hold non-ASCII or control characters.
+    response["Content-Disposition"] = content_disposition_header(True, export_filename(session)) or "attachment"
     return response
 
 
@@ -122,14 +122,14 @@ def session_tree(request: HttpRequest, session_id: str) -> HttpResponse:
 
 
 @router.post("/{session_id}/entries", response={201: EntryCreatedOut}, url_name="entry_create")
-def entry_create(request: HttpRequest, session_id: str, body: Body[dict[str, Any]]) -> tuple[int, dict[str, str]]:
+def entry_create(request: HttpRequest, session_id: str, body: Body[dict[str, Any]]) -> Status[dict[str, str]]:
     session = _session(request, session_id)
     if not isinstance(body.get("type"), str):
         raise InvalidEntry("field 'type' must be a string", field="type")
     payload = dict(body)
     parent = payload.pop("parentId", services.UNSET)
     entry = services.entry_append(session=session, payload=payload, parent_id=parent, author=_user(request))
-    return 201, {"id": entry.entry_id}
+    return Status(201, {"id": entry.entry_id})
 
 
 @router.put("/{session_id}/leaf", response=SessionOut, url_name="session_leaf")
@@ -140,13 +140,13 @@ def session_leaf(request: HttpRequest, session_id: str, body: LeafIn) -> Session
 
 
 @router.post("/{session_id}/labels", response={201: EntryCreatedOut}, url_name="session_label")
-def session_label(request: HttpRequest, session_id: str, body: LabelIn) -> tuple[int, dict[str, str]]:
+def session_label(request: HttpRequest, session_id: str, body: LabelIn) -> Status[dict[str, str]]:
     session = _session(request, session_id)
     entry = services.label_set(session=session, target_id=body.targetId, label=body.label, author=_user(request))
-    return 201, {"id": entry.entry_id}
+    return Status(201, {"id": entry.entry_id})
 
 
 @router.post("/{session_id}/fork", response={201: SessionOut}, url_name="session_fork")
-def session_fork(request: HttpRequest, session_id: str, body: ForkIn) -> tuple[int, SessionOut]:
+def session_fork(request: HttpRequest, session_id: str, body: ForkIn) -> Status[SessionOut]:
     fork = services.session_fork(session=_session(request, session_id), entry_id=body.entryId, owner=_user(request))
-    return 201, SessionOut.of(fork)
+    return Status(201, SessionOut.of(fork))
