@@ -168,3 +168,18 @@ def test_registry_from_django_settings(settings, monkeypatch):
     registry = registry_from_settings()
     assert registry.default_model.id == "claude-sonnet-4-5"
     assert registry.provider_for(DEMO_MODEL) == DemoProvider(delay=0.0)
+
+
+@pytest.mark.asyncio
+async def test_the_summarizer_adapter_runs_compaction_through_a_provider():
+    from sessions_app import compaction
+    from sessions_app.llm.summarize import SummaryFailed, summarizer
+
+    summarize = summarizer(provider=DemoProvider(delay=0), model=DEMO_MODEL, abort=asyncio.Event())
+    request = compaction.SummaryRequest(system="s", prompt="summarize me", max_tokens=10, reasoning="high")
+    text = await summarize(request)
+    assert text == demo_reply([{"role": "user", "content": "summarize me"}])
+    aborted = asyncio.Event()
+    aborted.set()
+    with pytest.raises(SummaryFailed, match="Request was aborted"):
+        await summarizer(provider=DemoProvider(delay=0.01), model=DEMO_MODEL, abort=aborted)(request)
