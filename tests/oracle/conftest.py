@@ -1,0 +1,109 @@
+"""Oracle fixtures: the real pi, sessions generated with the baseline's generator, and pi's answers
+about every static file (generated, hand-written, the v1 fixture) from one node process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.oracle.oracle import (
+    GEN_SESSION,
+    MISSING,
+    OWN_FIXTURES,
+    PI_FIXTURES,
+    PiOracle,
+    entry_objects,
+    interesting_leaves,
+    read_lines,
+)
+
+pytestmark = pytest.mark.oracle
+
+
+@dataclass(frozen=True)
+class Generated:
+    name: str
+    entries: int
+    branch_prob: float
+    compactions: int
+    labels: int
+    seed: int
+    extra: tuple[str, ...] = ()
+
+
+GENERATED = [
+    Generated("branchy", 1500, 0.3, 4, 40, 11),
+    Generated("compacted", 2000, 0.05, 10, 20, 12),
+    Generated("linear", 1200, 0.0, 3, 15, 13),
+    Generated("summaries", 800, 0.15, 6, 25, 14, ("--branch-summary-prob", "0.7", "--far-jump-prob", "0.5")),
+    Generated("small", 200, 0.1, 3, 10, 15, ("--cwd", "/home/dev/é space")),
+]
+OWN = sorted(p.name for p in OWN_FIXTURES.glob("*.jsonl"))
+LARGE = PI_FIXTURES / "large-session.jsonl"
+LARGE_INDEXES = [0, 1, 2, 3, 10, 100, 250, 500, 833, 836, 837, 1000, 1016, 1017]
+
+
+@dataclass
+class StaticFile:
+    """A session file and what pi makes of it."""
+
+    path: Path
+    data: bytes
+    version: int
+    leaves: list[str]  # asked by id (v2/v3 files)
+    indexes: list[int]  # asked by position in getEntries() (v1 files: pi draws the ids)
+    pi: dict[str, Any]
+
+
+@pytest.fixture(scope="session")
+def pi_oracle(pi_baseline: Path) -> PiOracle:
+    return PiOracle(pi_baseline)
+
+
+@pytest.fixture(scope="session")
+def generated_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("generated")
+    files = {}
+    for g in GENERATED:
+        out = folder / f"{g.name}.jsonl"
+        subprocess.run(
+            [sys.executable, str(GEN_SESSION), "--entries", str(g.entries), "--branch-prob", str(g.branch_prob),
+             "--compactions", str(g.compactions), "--labels", str(g.labels), "--seed", str(g.seed),
+             *g.extra, "--out", str(out)],
+            check=True, capture_output=True,
+        )  # fmt: skip
+        files[g.name] = out
+    return files
+
+
+@pytest.fixture(scope="session")
+def static_files(generated_files: dict[str, Path], pi_oracle: PiOracle) -> dict[str, StaticFile]:
+    """Every static file with pi's answers, all from a single node process."""
+    paths = {**generated_files, **{name: OWN_FIXTURES / name for name in OWN}, "large-session": LARGE}
+    files: dict[str, StaticFile] = {}
+    jobs = []
+    for name, path in paths.items():
+        data = path.read_bytes()
+        lines = read_lines(data)
+        version = int(lines[0].get("version", 1))
+        entries = [o for o in lines if o.get("type") != "session"]
+        if version == 1:
+            leaves: list[str] = []
+            indexes = LARGE_INDEXES if name == "large-session" else list(range(len(entries)))
+        else:
+            small = len(entries) <= 100
+            leaves = [e["id"] for e in entries] if small else interesting_leaves(entry_objects(data), seed=len(name))
+            leaves.append(MISSING)
+            indexes = []
+        files[name] = StaticFile(path, data, version, leaves, indexes, {})
+        jobs.append({"file": str(path), "leaves": leaves, "leafIndexes": indexes, "tree": True, "info": True,
+                     "text": version < 3})  # fmt: skip
+    for (name, static), result in zip(files.items(), pi_oracle.batch_parallel(jobs), strict=True):
+        static.pi = result
+        assert result["rewritten"] == (static.version < 3), name
+    return files

@@ -1,0 +1,134 @@
+"""Session files imported into piweb read exactly as the real pi reads them.
+
+Covers generated v3 sessions (branching, compactions, labels, session names), hand-written fixtures
+for every format case (tests/fixtures/pi: v1 migration incl. odd firstKeptEntryIndex values, v2
+hookMessage, duplicated header, custom messages, root branch summary, unknown entry types, numbers,
+integer-like keys) and pi's own v1 fixture (large-session.jsonl).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sessions_app import context, services
+from sessions_app.tree import TreeIndex, children, index
+from tests.oracle.conftest import GENERATED, OWN, StaticFile
+from tests.oracle.oracle import (
+    PiOracle,
+    assert_contexts_match,
+    assert_listing_matches,
+    assert_same_json,
+    assert_tree_matches,
+    export_bytes,
+    nodes_of,
+    piweb_context,
+    read_lines,
+)
+
+pytestmark = [pytest.mark.oracle, pytest.mark.django_db]
+
+ALL = [g.name for g in GENERATED] + OWN + ["large-session"]
+MIGRATED = [name for name in OWN if name.startswith(("v1-", "v2-"))] + ["large-session"]
+_ID_FIELD = re.compile(r'"(id|parentId|firstKeptEntryId)":"([^"\\]*)"')
+
+
+def _import(alice: Any, static: StaticFile) -> Any:
+    result = services.session_import(owner=alice, data=static.data, source_path=str(static.path))
+    assert result.created
+    assert result.version == static.version
+    assert not result.skipped
+    return result.session
+
+
+def _id_map(pi_lines: list[dict[str, Any]], our_lines: list[dict[str, Any]]) -> dict[str, str]:
+    """pi's ids -> piweb's, by line position (pi draws random ids when it migrates v1 files)."""
+    assert len(pi_lines) == len(our_lines)
+    mapping = {}
+    for theirs, ours in zip(pi_lines, our_lines, strict=True):
+        assert theirs["type"] == ours["type"]
+        if theirs["type"] != "session":
+            mapping[theirs["id"]] = ours["id"]
+    return mapping
+
+
+def _with_our_ids(text: str, mapping: dict[str, str]) -> str:
+    return _ID_FIELD.sub(lambda m: f'"{m[1]}":"{mapping.get(m[2], m[2])}"', text)
+
+
+def _tree_with_our_ids(tree: dict[str, Any], mapping: dict[str, str]) -> dict[str, Any]:
+    return {
+        "roots": [mapping[i] for i in tree["roots"]],
+        "nodes": [
+            {**n, "id": mapping[n["id"]], "children": [mapping[c] for c in n["children"]]} for n in tree["nodes"]
+        ],
+    }
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_import_matches_pi(name: str, alice: Any, static_files: dict[str, StaticFile]) -> None:
+    """Contexts at many leaves (stored and pure), tree, listing and leaf equal pi's; the export is
+    the file itself (v3) or byte for byte what pi's migration writes (v1/v2, ids mapped)."""
+    static = static_files[name]
+    pi = static.pi
+    session = _import(alice, static)
+    exported = export_bytes(session)
+    nodes = nodes_of(exported)
+    mapping = {n.id: n.id for n in nodes}
+
+    if static.version == 3:
+        assert exported == static.data
+    else:
+        assert pi["header"] == read_lines(exported)[0]
+        if static.version == 1:
+            mapping = _id_map(read_lines(pi["text"].encode()), read_lines(exported))
+        assert _with_our_ids(pi["text"], mapping) == exported.decode()
+
+    assert_contexts_match(session, nodes, static.leaves, pi["contexts"], name)
+    by_index = [nodes[i].id for i in static.indexes]
+    assert_contexts_match(session, nodes, by_index, pi["indexContexts"], name)
+    # The default leaf: pi's getLeafId() (the last line) is piweb's leaf after import.
+    assert_same_json(piweb_context(session), pi["leafContext"], f"{name}: context at the session leaf")
+    assert_same_json(context.build_session_context(nodes), pi["leafContext"], f"{name}: pure context, no leaf")
+    assert session.leaf_id == mapping[pi["leafId"]]
+
+    tree = _tree_with_our_ids(pi["tree"], mapping)
+    assert_tree_matches(session, tree, name)
+    assert_pure_children_match(index(nodes), tree, name)
+    assert_listing_matches(session, {**pi, "leafId": mapping[pi["leafId"]]}, name)
+
+
+def assert_pure_children_match(idx: TreeIndex, tree: dict[str, Any], what: str) -> None:
+    for node in tree["nodes"]:
+        assert [n.id for n in children(idx, node["id"])] == node["children"], f"{what}: pure children of {node['id']}"
+    assert [n.id for n in children(idx, None)] == tree["roots"], f"{what}: pure roots"
+
+
+def test_pi_opens_piweb_exports_of_migrated_files_as_piweb_shows_them(
+    alice: Any, static_files: dict[str, StaticFile], pi_oracle: PiOracle, tmp_path: Path
+) -> None:
+    """v1/v2 files come out of piweb as v3: pi opens them without rewriting, with piweb's leaf,
+    contexts, tree and listing (one node process for all of them)."""
+    jobs, checks = [], []
+    for name in MIGRATED:
+        static = static_files[name]
+        session = _import(alice, static)
+        exported = export_bytes(session)
+        nodes = nodes_of(exported)
+        out = tmp_path / name
+        out.write_bytes(exported)
+        ids = [n.id for n in nodes]
+        leaves = ids if len(ids) <= 100 else [ids[i] for i in static.indexes]
+        jobs.append({"file": str(out), "leaves": leaves, "tree": True, "info": True})
+        checks.append((name, session, nodes, leaves))
+    for (name, session, nodes, leaves), pi in zip(checks, pi_oracle.batch(jobs), strict=True):
+        assert not pi["rewritten"], name
+        assert pi["header"]["version"] == 3, name
+        assert pi["leafId"] == session.leaf_id, name
+        assert_contexts_match(session, nodes, leaves, pi["contexts"], f"{name} export")
+        assert_same_json(piweb_context(session), pi["leafContext"], f"{name} export: context at the leaf")
+        assert_tree_matches(session, pi["tree"], f"{name} export")
+        assert_listing_matches(session, pi, f"{name} export")
