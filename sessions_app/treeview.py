@@ -285,6 +285,12 @@ def _lane_items(
     if lo >= hi:
         return []
     heads = segment_heads(v, ids)
+    if heads[lo] != ids[lo]:
+        # The window starts inside a segment: its drawn part folds from the first drawn row.
+        cut, pos = heads[lo], lo
+        while pos < len(ids) and heads[pos] == cut:
+            heads[pos] = ids[lo]
+            pos += 1
     seg_len: dict[str, int] = {}
     for h in heads:
         seg_len[h] = seg_len.get(h, 0) + 1
