@@ -31,11 +31,11 @@ _EMPTY = (
 )
 _COLS = f"e.entry_id, e.parent_id, e.ts_ms, e.type, e.role, {_EMPTY}, e.depth, e.preview"
 
-WALK_LIMIT = {"default": 400, "no-tools": 400, "all": 300, "user-only": 3000, "labeled-only": 3000}
+WALK_LIMIT = {"default": 400, "no-tools": 400, "all": 300, "user-only": 1500, "labeled-only": 1500}
 MAX_WALK = 20000
 BELOW_LIMIT = 400
 FULL_TREE = 2000  # sessions up to this many entries are drawn whole
-CHUNK = 200
+CHUNK = 100  # rows drawn when a gap or a folded branch is opened
 CONV_BEFORE = 40  # entries of the path drawn above the target in the conversation
 CONV_AFTER = 40
 

@@ -132,7 +132,7 @@ def page_url(session: Session, **params: str | None) -> str:
 
 KINDS = {
     "compaction": ("compaction", "⇊"),
-    "branch_summary": ("summary", "⑂"),
+    "branch_summary": ("summary", "↯"),
     "custom_message": ("custom", "◈"),
     "model_change": ("model", "◇"),
     "thinking_level_change": ("thinking", "✱"),

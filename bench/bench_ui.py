@@ -1,0 +1,128 @@
+"""Tree explorer speed: first render of the session page, folded-segment opening, query counts.
+
+Usage: .venv/bin/python bench/bench_ui.py [--db /tmp/piweb-bench-ui.sqlite3] [--keep]
+
+Imports shared/fixtures/pi/large-session.jsonl and a generated 100k-entry session
+(gen_session.py --entries 100000 --branch-prob 0.05 --compactions 100 --labels 500 --seed 1) into a
+scratch database, then times requests through Django's test client (server time: the whole
+request/response cycle in-process, no network). The process is warmed on a tiny session first, so
+template compilation and imports are not counted; every figure is the first request for that URL.
+Targets: first render < 300 ms and < 500 KB; opening a folded segment < 100 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+GEN = SHARED / "bench" / "pi-baseline" / "gen_session.py"
+LARGE = SHARED / "fixtures" / "pi" / "large-session.jsonl"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--db", default="/tmp/piweb-bench-ui.sqlite3")
+    parser.add_argument("--keep", action="store_true", help="reuse the database if it exists")
+    args = parser.parse_args()
+    if not os.environ.get("PIWEB_DATABASE_URL"):
+        os.environ["PIWEB_SQLITE_PATH"] = args.db
+        if not args.keep:
+            for suffix in ("", "-wal", "-shm"):
+                Path(args.db + suffix).unlink(missing_ok=True)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "piweb.settings")
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    from sessions_app import services
+    from sessions_app.models import Session
+
+    settings.ALLOWED_HOSTS = ["*"]
+    settings.DEBUG = False
+    call_command("migrate", verbosity=0)
+    user, _ = User.objects.get_or_create(username="bench-ui")
+    generated = Path(args.db).with_suffix(".100k.jsonl")
+    if not generated.exists():
+        subprocess.run(
+            [sys.executable, str(GEN), "--entries", "100000", "--branch-prob", "0.05", "--compactions", "100",
+             "--labels", "500", "--seed", "1", "--out", str(generated)],
+            check=True, capture_output=True,
+        )  # fmt: skip
+    sessions = {}
+    for name, path in (("large-session.jsonl", LARGE), ("generated 100k", generated)):
+        data = path.read_bytes()
+        started = time.perf_counter()
+        result = services.session_import(owner=user, data=data)
+        if result.added:
+            print(f"imported {name}: {result.added} entries in {time.perf_counter() - started:.1f} s")
+        sessions[name] = result.session
+    tiny = services.session_create(owner=user, name="warm-up")
+    services.entry_append(session=tiny, payload={"type": "message", "message": {"role": "user", "content": "hi"}})
+
+    client = Client()
+    client.force_login(user)
+
+    def timed(url: str, **headers: str) -> tuple[float, int, int, str]:
+        with CaptureQueriesContext(connection) as queries:
+            t = time.perf_counter()
+            response = client.get(url, headers=headers)
+            body = response.content
+            elapsed = (time.perf_counter() - t) * 1000
+        assert response.status_code == 200, (url, response.status_code)
+        return elapsed, len(body), len(queries.captured_queries), body.decode()
+
+    timed(f"/sessions/{tiny.public_id}/")  # warm the process (templates, pygments, markdown)
+    timed("/")
+    print()
+    print(f"{'session':<22} {'what':<34} {'ms':>8} {'KB':>8} {'queries':>8}")
+    ok = True
+    for name, session in sessions.items():
+        session = Session.objects.get(pk=session.pk)
+        entries = session.entries.count()
+        url = f"/sessions/{session.public_id}/"
+        ms, size, nq, html = timed(url)
+        ok &= ms < 300 and size < 500_000
+        print(f"{name:<22} {'first render (' + str(entries) + ' entries)':<34} {ms:8.0f} {size / 1024:8.0f} {nq:8}")
+        repeat = [timed(url)[0] for _ in range(3)]
+        print(f"{'':<22} {'re-render, median of 3':<34} {statistics.median(repeat):8.0f}")
+        ms2, size2, nq2, _ = timed(url, **{"HX-Request": "true", "HX-Target": "tree-body"})
+        print(f"{'':<22} {'tree panel fragment (htmx)':<34} {ms2:8.0f} {size2 / 1024:8.0f} {nq2:8}")
+        gap = re.search(r'hx-get="(/sessions/[^"]+/tree/gap/\?[^"]+)"', html)
+        gap_html = ""
+        if gap:
+            ms4, size4, nq4, gap_html = timed(gap.group(1).replace("&amp;", "&"), **{"HX-Request": "true"})
+            ok &= ms4 < 100
+            print(f"{'':<22} {'open a folded run (gap, 100 rows)':<34} {ms4:8.0f} {size4 / 1024:8.0f} {nq4:8}")
+        branch = re.search(r'hx-get="(/sessions/[^"]+/tree/branch/\?[^"]+)"', html + gap_html)
+        if branch:
+            ms3, size3, nq3, _ = timed(branch.group(1).replace("&amp;", "&"), **{"HX-Request": "true"})
+            ok &= ms3 < 100
+            print(f"{'':<22} {'open a folded branch':<34} {ms3:8.0f} {size3 / 1024:8.0f} {nq3:8}")
+        for mode in ("no-tools", "user-only", "labeled-only"):
+            ms5, size5, nq5, _ = timed(f"{url}?filter={mode}")
+            print(f"{'':<22} {'first render, filter ' + mode:<34} {ms5:8.0f} {size5 / 1024:8.0f} {nq5:8}")
+        ms6, size6, nq6, _ = timed(f"{url}?q=session+tree", **{"HX-Request": "true", "HX-Target": "tree-body"})
+        print(f"{'':<22} {'tree search (2 words)':<34} {ms6:8.0f} {size6 / 1024:8.0f} {nq6:8}")
+    ms7, size7, nq7, _ = timed("/")
+    print(f"{'session list':<22} {'':<34} {ms7:8.0f} {size7 / 1024:8.0f} {nq7:8}")
+    print()
+    print("targets met" if ok else "TARGETS MISSED")
+
+
+if __name__ == "__main__":
+    main()
