@@ -347,12 +347,14 @@ def parse(
     known: Mapping[str, str] | None = None,
     slim_data: bool = False,
     progress: Callable[[int], None] | None = None,
+    on_line: Callable[[Line, ParsedFile], None] | None = None,
 ) -> ParsedFile:
     """Parse, migrate and validate a pi session file.
 
     known maps the ids of entries already stored for this session to their stored lines: an equal
     line is skipped (re-import), a different one is a conflict. slim_data keeps only what storing
     needs in Line.data (see slim), so a large import holds little more than its lines' text.
+    on_line sees each valid entry line as soon as it is read (the tree checks come at the end).
     """
     known = known or {}
     result = ParsedFile()
@@ -414,6 +416,8 @@ def parse(
             result.problems.append(Problem(number, problem_text))
             return
         lines.append(Line(number, source, start, end, slim(obj) if slim_data else obj, row_text(obj)))
+        if on_line is not None:
+            on_line(lines[-1], result)
 
     rest = _read_rest(data, lines_iter, limits, result, progress)
     if result.version < CURRENT_VERSION:
@@ -422,10 +426,10 @@ def parse(
         migrate([header, *(obj for *_, obj in parsed)], result.version, header["id"])
         header_raw = jsjson.dumps(header)
         rest = _migrated(parsed)
-    for number, source, start, end, obj in rest:  # v3: one line at a time, full objects never pile up
-        accept(number, source, start, end, obj)
     result.header = header
     result.header_raw = header_raw
+    for number, source, start, end, obj in rest:  # v3: one line at a time, full objects never pile up
+        accept(number, source, start, end, obj)
     _check_tree(lines, known, result)
     return result
 

@@ -10,6 +10,7 @@ import hashlib
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -114,6 +115,7 @@ def _insert(session: Session, lines: list[Pending], author_id: int | None) -> No
     if not lines:
         return
     batch = {p[0]["id"]: p[0] for p in lines}
+    parents = {i: d["parentId"] for i, d in batch.items()}
     outside = {d["parentId"] for d in batch.values() if d["parentId"] is not None and d["parentId"] not in batch}
     known = _stored_states(session, outside)
     kids: dict[str | None, list[str]] = {}
@@ -130,42 +132,30 @@ def _insert(session: Session, lines: list[Pending], author_id: int | None) -> No
         computed[entry_id] = _Known(base.depth + 1 if base else 0, state)
         queue.extend(kids.get(entry_id, ()))
 
-    state_json: dict[int, tuple[PathState, str, str | None]] = {}  # states are shared along a path
+    state_json: dict[int, StateJson] = {}
     created_at = connection.ops.adapt_datetimefield_value(timezone.now())  # once, not per row
     rows: list[tuple[Any, ...]] = []
-    seq = session.last_seq
     with connection.cursor() as cursor:
         for data, raw, preview in lines:
-            seq += 1
+            session.last_seq += 1
             info = computed[data["id"]]
-            cached = state_json.get(id(info.state))
-            if cached is None:
-                model = info.state.model
-                cached = (info.state, jsjson.dumps(info.state.thinking_level),
-                          jsjson.dumps(model) if model is not None else None)  # fmt: skip
-                state_json[id(info.state)] = cached
-            kept_from = _kept_from(session, data, batch, computed) if data["type"] == "compaction" else None
-            message = data.get("message") if data["type"] == "message" else None
-            role = message.get("role") if isinstance(message, dict) else None
-            rows.append((
-                session.pk, seq, data["id"], data["parentId"], data["type"], role if isinstance(role, str) else None,
-                data["timestamp"], parse_timestamp_ms(data["timestamp"]) or 0, raw if isinstance(raw, str) else raw.raw,
-                _storable(row_text(data) if preview is None else preview), info.depth, cached[1], cached[2],
-                info.state.compaction_id, kept_from, author_id, created_at,
-            ))  # fmt: skip
+            cached = _state_json(state_json, info.state)
+            kept_from = _kept_from(session, data, parents, computed) if data["type"] == "compaction" else None
+            rows.append(_row(session, data, raw, preview, info, cached, kept_from, author_id, created_at))
             _update_listing(session, data)
             if len(rows) >= 2000:
                 cursor.executemany(_INSERT, rows)
                 rows = []
         if rows:
             cursor.executemany(_INSERT, rows)
-    session.last_seq = seq
 
 
 def _kept_from(
-    session: Session, data: Mapping[str, Any], batch: Mapping[str, Any], computed: Mapping[str, _Known]
+    session: Session, data: Mapping[str, Any], parents: Mapping[str, str | None], computed: Mapping[str, _Known]
 ) -> str | None:
-    """The compaction's firstKeptEntryId if that entry is one of its ancestors, else None."""
+    """The compaction's firstKeptEntryId if that entry is one of its ancestors, else None.
+
+    parents and computed describe entries not stored yet; the walk goes on in the database."""
     target = data.get("firstKeptEntryId")
     if not isinstance(target, str):
         return None
@@ -176,12 +166,12 @@ def _kept_from(
             return None
         target_depth = stored[target].depth
     node: str | None = data["parentId"]
-    while node is not None and node in batch:
+    while node is not None and node in parents:
         if node == target:
             return target
         if computed[node].depth <= target_depth:
             return None
-        node = batch[node]["parentId"]
+        node = parents[node]
     return target if _is_stored_ancestor(session, node, target, target_depth) else None
 
 
@@ -538,32 +528,41 @@ def session_import(
         existing = Session.objects.select_for_update().filter(public_id=session_id).first() if session_id else None
         if existing is not None and (existing.owner_id != owner.pk or existing.deleting):
             raise SessionConflict(f"session {session_id} already exists in piweb under another account")
-        parsed = _parse_for(existing, data, limits, progress)
+        grown = _grown_tail(existing, data)
+        known = _StoredLines(existing, preload=existing is not None and grown is None)
+        # Without partial, lines are stored while the file is still being read (a rejected file
+        # rolls them back); partial imports must see every problem before storing anything.
+        stream = None if partial else _ImportStream(owner=owner, existing=existing, known=known)
+        try:
+            parsed = _parse_for(existing, grown, data, limits, known, progress, stream)
+        finally:
+            if stream is not None:
+                stream.close()
         if parsed.fatal or (parsed.problems and not partial):
             raise ImportRejected(
                 f"{len(parsed.problems)} problem(s) in the file; nothing was imported",
                 errors=[p.as_dict() for p in parsed.problems],
             )
+        if stream is not None and stream.session_race:
+            return session_import(owner=owner, data=data, source_path=source_path, partial=partial)
         created = existing is None
         assert parsed.header is not None
-        session = existing or Session(
-            public_id=parsed.header["id"],
-            owner=owner,
-            header_raw=parsed.header_raw,
-            cwd=cwd if isinstance(cwd := parsed.header.get("cwd"), str) else "",
-            created=str(parsed.header.get("timestamp", "")),
-        )
-        try:
-            with transaction.atomic():
-                session.save()
-        except IntegrityError:
-            # Another import of the same new file committed the session first (PostgreSQL; on
-            # SQLite imports queue up): import into that one, which adds only what it lacks.
-            if not created or not Session.objects.filter(public_id=session.public_id).exists():
-                raise
-            return session_import(owner=owner, data=data, source_path=source_path, partial=partial)
-        before = session.last_seq
-        _insert(session, [(ln.data, ln, ln.preview) for ln in parsed.entries], owner.pk)
+        if stream is not None and stream.session is not None:
+            session = stream.session
+        else:
+            session = existing or _new_imported_session(owner, parsed)
+            if session._state.adding:
+                try:
+                    with transaction.atomic():
+                        session.save()
+                except IntegrityError:
+                    # Another import of the same new file committed the session first
+                    # (PostgreSQL; on SQLite imports queue up): import into that one.
+                    if not Session.objects.filter(public_id=session.public_id).exists():
+                        raise
+                    return session_import(owner=owner, data=data, source_path=source_path, partial=partial)
+            _insert(session, [(ln.data, ln, ln.preview) for ln in parsed.entries], owner.pk)
+        before = session.last_seq - len(parsed.entries)
         for local, raw in parsed.extra_headers:
             session.extra_headers.append([before + local, raw])
         if parsed.entries or created:
@@ -575,6 +574,184 @@ def session_import(
             session.import_report = session.import_report + [p.as_dict() for p in parsed.problems]
         session.save()
     return ImportResult(session, created, len(parsed.entries), parsed.problems, parsed.version)
+
+
+def _new_imported_session(owner: User, parsed: piformat.ParsedFile) -> Session:
+    assert parsed.header is not None
+    return Session(
+        public_id=parsed.header["id"],
+        owner=owner,
+        header_raw=parsed.header_raw,
+        cwd=cwd if isinstance(cwd := parsed.header.get("cwd"), str) else "",
+        created=str(parsed.header.get("timestamp", "")),
+    )
+
+
+class _Writer:
+    """Runs the import's INSERTs on a second thread. SQLite and psycopg release the GIL while
+    they write, so reading the next lines overlaps with storing the previous ones. Uses the same
+    database connection (and so the same transaction); one batch in flight at a time."""
+
+    def __init__(self) -> None:
+        connection.ensure_connection()
+        self.raw = connection.connection
+        self.sql = _INSERT.replace("%s", "?") if connection.vendor == "sqlite" else _INSERT
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="piweb-import")
+        self.pending: Future[None] | None = None
+
+    def submit(self, rows: list[tuple[Any, ...]]) -> None:
+        self.wait()
+        self.pending = self.pool.submit(self._write, rows)
+
+    def _write(self, rows: list[tuple[Any, ...]]) -> None:
+        cursor = self.raw.cursor()
+        try:
+            cursor.executemany(self.sql, rows)
+        finally:
+            cursor.close()
+
+    def wait(self) -> None:
+        """Let the main thread use the connection (and see any write error)."""
+        if self.pending is not None:
+            pending, self.pending = self.pending, None
+            pending.result()
+
+    def close(self) -> None:
+        try:
+            self.wait()
+        finally:
+            self.pool.shutdown()
+
+
+class _ImportStream:
+    """Stores entries as piformat.parse reads them (its on_line hook), when each parent has been
+    seen before its children, as in every file pi writes. Otherwise it gives up, undoes what it
+    stored, and the import stores the parsed entries the ordinary way."""
+
+    BATCH = 2000
+
+    def __init__(self, *, owner: User, existing: Session | None, known: Mapping[str, str]) -> None:
+        self.owner, self.known = owner, known
+        self.session: Session | None = None
+        self.existing = existing
+        self.session_race = False
+        self.broken = False
+        self.savepoint: str | None = None
+        self.writer: _Writer | None = None
+        self.computed: dict[str, _Known] = {}
+        self.parents: dict[str, str | None] = {}
+        self.state_json: dict[int, StateJson] = {}
+        self.rows: list[tuple[Any, ...]] = []
+        self.created_at: Any = None
+
+    def __call__(self, line: piformat.Line, parsed: piformat.ParsedFile) -> None:
+        if self.broken or self.session_race:
+            return
+        data = line.data
+        entry_id, parent = data["id"], data["parentId"]
+        if entry_id in self.computed or entry_id in self.known:
+            return  # a repeated or already stored line: the tree checks judge it
+        if self.session is None and not self._start(parsed):
+            return
+        assert self.session is not None and self.writer is not None
+        if parent is None:
+            base = None
+        elif parent in self.computed:
+            base = self.computed[parent]
+        elif parent in self.known:
+            self.writer.wait()
+            base = _stored_states(self.session, [parent])[parent]
+        else:
+            self._give_up()  # a child before its parent (or a dangling parent)
+            return
+        state = advance(base.state if base else PathState(), Node(entry_id, parent, data["type"], data))
+        info = self.computed[entry_id] = _Known(base.depth + 1 if base else 0, state)
+        self.parents[entry_id] = parent
+        kept_from = None
+        if data["type"] == "compaction":
+            self.writer.wait()
+            kept_from = _kept_from(self.session, data, self.parents, self.computed)
+        self.session.last_seq += 1
+        columns = _state_json(self.state_json, state)
+        self.rows.append(
+            _row(self.session, data, line, line.preview, info, columns, kept_from, self.owner.pk, self.created_at)
+        )
+        _update_listing(self.session, data)
+        if len(self.rows) >= self.BATCH:
+            self.writer.submit(self.rows)
+            self.rows = []
+
+    def _start(self, parsed: piformat.ParsedFile) -> bool:
+        self.savepoint = transaction.savepoint()
+        session = self.existing or _new_imported_session(self.owner, parsed)
+        if session._state.adding:
+            try:
+                with transaction.atomic():
+                    session.save()
+            except IntegrityError:
+                if not Session.objects.filter(public_id=session.public_id).exists():
+                    raise
+                self.session_race = True
+                return False
+        self.session = session
+        self.writer = _Writer()
+        self.created_at = connection.ops.adapt_datetimefield_value(timezone.now())
+        return True
+
+    def _give_up(self) -> None:
+        self.broken = True
+        assert self.writer is not None
+        self.writer.close()
+        self.writer = None
+        if self.savepoint is not None:
+            transaction.savepoint_rollback(self.savepoint)
+        if self.existing is not None:
+            self.existing.refresh_from_db()
+        self.session = None
+        self.rows = []
+
+    def close(self) -> None:
+        if self.writer is not None:
+            if self.rows:
+                self.writer.submit(self.rows)
+                self.rows = []
+            self.writer.close()
+            self.writer = None
+
+
+StateJson = tuple[PathState, str, str | None]  # the state (kept alive), thinking level and model as JSON
+
+
+def _state_json(cache: dict[int, StateJson], state: PathState) -> StateJson:
+    """Columns for a path state, serialised once per state: states are shared along a path."""
+    cached = cache.get(id(state))
+    if cached is None:
+        model = state.model
+        cached = (state, jsjson.dumps(state.thinking_level), jsjson.dumps(model) if model is not None else None)
+        cache[id(state)] = cached
+    return cached
+
+
+def _row(
+    session: Session,
+    data: Mapping[str, Any],
+    raw: str | piformat.Line,
+    preview: str | None,
+    info: _Known,
+    state_json: StateJson,
+    kept_from: str | None,
+    author_id: int | None,
+    created_at: Any,
+) -> tuple[Any, ...]:
+    """One sessions_app_entry row, in _INSERT's column order."""
+    message = data.get("message") if data["type"] == "message" else None
+    role = message.get("role") if isinstance(message, dict) else None
+    return (
+        session.pk, session.last_seq, data["id"], data["parentId"], data["type"],
+        role if isinstance(role, str) else None, data["timestamp"], parse_timestamp_ms(data["timestamp"]) or 0,
+        raw if isinstance(raw, str) else raw.raw, _storable(row_text(data) if preview is None else preview),
+        info.depth, state_json[1], state_json[2], info.state.compaction_id, kept_from, author_id, created_at,
+    )  # fmt: skip
 
 
 def _grown_tail(existing: Session | None, data: bytes) -> tuple[bytes, int] | None:
@@ -596,21 +773,24 @@ def _grown_tail(existing: Session | None, data: bytes) -> tuple[bytes, int] | No
 
 def _parse_for(
     existing: Session | None,
+    grown: tuple[bytes, int] | None,
     data: bytes,
     limits: piformat.Limits,
+    known: Mapping[str, str],
     progress: Callable[[int], None] | None = None,
+    on_line: Callable[[piformat.Line, piformat.ParsedFile], None] | None = None,
 ) -> piformat.ParsedFile:
     """Parse the file; for a file that only grew since its last import, parse just the new tail."""
-    grown = _grown_tail(existing, data)
     if grown is not None:
         header_line, skipped_lines = grown
         assert existing is not None
         parsed = piformat.parse(
             header_line + b"\n" + data[existing.source_bytes :],
             limits=limits,
-            known=_StoredLines(existing, preload=False),
+            known=known,
             slim_data=True,
             progress=progress,
+            on_line=on_line,
         )
         for i, p in enumerate(parsed.problems):
             if p.line > 1:
@@ -618,10 +798,4 @@ def _parse_for(
         for ln in parsed.entries:
             ln.line += skipped_lines
         return parsed
-    return piformat.parse(
-        data,
-        limits=limits,
-        known=_StoredLines(existing, preload=existing is not None),
-        slim_data=True,
-        progress=progress,
-    )
+    return piformat.parse(data, limits=limits, known=known, slim_data=True, progress=progress, on_line=on_line)
