@@ -15,6 +15,7 @@ from sessions_app.models import Session
 _clock = itertools.count(int(time.time() * 1000) - 3_600_000, 7_300)
 
 DEMO_MODEL = ("anthropic", "claude-sonnet-4-5", "anthropic-messages")
+CODEX_MODEL = ("openai", "gpt-5.1-codex", "openai-responses")
 
 
 def _usage(inp: int, out: int) -> dict[str, Any]:
@@ -31,8 +32,13 @@ def _user(text: str) -> dict[str, Any]:
                                            "timestamp": next(_clock)}}  # fmt: skip
 
 
-def _assistant(*blocks: dict[str, Any], stop: str = "stop", tokens: tuple[int, int] = (1200, 180)) -> dict[str, Any]:
-    provider, model, api = DEMO_MODEL
+def _assistant(
+    *blocks: dict[str, Any],
+    stop: str = "stop",
+    tokens: tuple[int, int] = (1200, 180),
+    by: tuple[str, str, str] = DEMO_MODEL,
+) -> dict[str, Any]:
+    provider, model, api = by
     return {"type": "message", "message": {
         "role": "assistant", "content": list(blocks), "api": api, "provider": provider, "model": model,
         "usage": _usage(*tokens), "stopReason": stop, "timestamp": next(_clock)}}  # fmt: skip
@@ -95,13 +101,14 @@ def _refactor_session(owner: User) -> Session:
         from_hook=False,
     )  # fmt: skip
     fix = add(_user("Actually, fix the query instead: production can tie too."))
-    add({"type": "model_change", "provider": "openai", "modelId": "gpt-5.1-codex"})
+    add({"type": "model_change", "provider": CODEX_MODEL[0], "modelId": CODEX_MODEL[1]})
     add(_assistant(_call("call_4", "edit", path="app/views.py", oldText="order_by('-modified')",
-                         newText="order_by('-modified', '-id')"), stop="toolUse"))  # fmt: skip
+                         newText="order_by('-modified', '-id')"), stop="toolUse", by=CODEX_MODEL))  # fmt: skip
     add(_result("call_4", "edit", "Applied 1 edit to app/views.py"))
-    add(_assistant(_call("call_5", "bash", command="python -m pytest -q tests/test_sessions.py"), stop="toolUse"))
+    add(_assistant(_call("call_5", "bash", command="python -m pytest -q tests/test_sessions.py"), stop="toolUse",
+                   by=CODEX_MODEL))  # fmt: skip
     add(_result("call_5", "bash", "....................\n20 passed in 1.92s"))
-    add(_assistant(_text("All 20 tests pass, 50 runs in a row. The order is now deterministic.")))
+    add(_assistant(_text("All 20 tests pass, 50 runs in a row. The order is now deterministic."), by=CODEX_MODEL))
     services.label_set(session=s, target_id=fix, label="chosen fix", author=owner)
 
     # Compaction, then more work after it.

@@ -390,6 +390,11 @@ def parse(
         result.problems.append(Problem(header_number, f"field '{unstorable[0]}' holds an unpaired UTF-16 surrogate"))
         result.fatal = True
         return result
+    if "/" in header["id"] or not header["id"].isprintable():
+        # The id names the session in URLs; pi's own ids are UUIDs.
+        result.problems.append(Problem(header_number, "field 'id' must not contain '/' or control characters"))
+        result.fatal = True
+        return result
     for key, limit in (("id", MAX_ID_CHARS), ("timestamp", MAX_SHORT_CHARS)):
         if len(str(header.get(key, ""))) > limit:  # str(): as Session.created stores it
             result.problems.append(Problem(header_number, f"field '{key}' is longer than {limit} characters"))
