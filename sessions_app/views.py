@@ -9,8 +9,8 @@ from __future__ import annotations
 import base64
 import functools
 import time
-from datetime import UTC, datetime
 from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from typing import Any, Concatenate, ParamSpec
 from urllib.parse import urlencode
 

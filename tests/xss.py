@@ -10,7 +10,7 @@ PAYLOADS = [
     "<script>window.__xss=1</script>",
     '<img src=x onerror="window.__xss=2">',
     '"><svg onload=window.__xss=3>',
-    "'><iframe srcdoc=\"<script>parent.__xss=4</script>\"></iframe>",
+    '\'><iframe srcdoc="<script>parent.__xss=4</script>"></iframe>',
     "</textarea><script>window.__xss=5</script>",
     "<details open ontoggle=window.__xss=6>",
     "[click me](javascript:window.__xss=7)",
@@ -19,6 +19,8 @@ PAYLOADS = [
     "</script><script>window.__xss=10</script>",
 ]
 ALL = " ".join(PAYLOADS)
+
+
 def hostile_payloads(ts: int = 1_767_600_000_000) -> list[dict[str, Any]]:
     """Entries whose every text field carries the corpus (append them in order)."""
     return [
@@ -33,7 +35,8 @@ def hostile_payloads(ts: int = 1_767_600_000_000) -> list[dict[str, Any]]:
             "content": [
                 {"type": "thinking", "thinking": "think " + ALL},
                 {"type": "text", "text": "answer " + ALL},
-                {"type": "toolCall", "id": "call-1", "name": "bash" + PAYLOADS[0], "arguments": {"command": ALL, "x": ALL}},
+                {"type": "toolCall", "id": "call-1", "name": "bash" + PAYLOADS[0],
+                 "arguments": {"command": ALL, "x": ALL}},
             ],
         }},
         {"type": "message", "message": {"role": "toolResult", "toolCallId": "call-1", "toolName": ALL,
@@ -86,7 +89,12 @@ def jsonl(header_id: str, entries: list[dict[str, Any]]) -> bytes:
     lines = [{"type": "session", "version": 3, "id": header_id, "timestamp": "2026-01-05T09:00:00.000Z", "cwd": "/x"}]
     parent = None
     for k, e in enumerate(entries):
-        full = {**e, "id": f"e{k:04d}", "parentId": parent, "timestamp": f"2026-01-05T09:{k // 60:02d}:{k % 60:02d}.000Z"}
+        full = {
+            **e,
+            "id": f"e{k:04d}",
+            "parentId": parent,
+            "timestamp": f"2026-01-05T09:{k // 60:02d}:{k % 60:02d}.000Z",
+        }
         lines.append(full)
         parent = full["id"]
     return ("\n".join(json.dumps(x) for x in lines) + "\n").encode()

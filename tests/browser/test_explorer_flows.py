@@ -4,6 +4,7 @@ continue, fork, export and re-import; and no XSS payload ever runs."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -23,8 +24,8 @@ def branchy(owner: User) -> tuple[Session, dict[str, str]]:
     s = services.session_create(owner=owner, name="Branchy session")
     ids: dict[str, str] = {}
 
-    def add(key, payload, parent=None):
-        kw = {"parent_id": ids[parent]} if parent else {}
+    def add(key: str, payload: dict[str, Any], parent: str | None = None) -> None:
+        kw: dict[str, Any] = {"parent_id": ids[parent]} if parent else {}
         ids[key] = services.entry_append(session=s, payload=payload, author=owner, **kw).entry_id
 
     add("u1", user("How do I parse JSONL?", 1_767_600_000_000))
@@ -104,7 +105,7 @@ def test_siblings_labels_deep_links_continue_and_fork(login, live_server):
 
     # Switch siblings at the branch point: 1/2 -> 2/2.
     sib = page.locator(f"#e-{ids['u2a']} .sibs")
-    assert sib.inner_text().replace(" ", "").replace("\n", "") == "‹1/2›"
+    assert sib.inner_text().replace(" ", "").replace("\n", "") == "\u20391/2\u203a"
     sib.locator("[data-sib-next]").click()
     page.wait_for_selector(f"#e-{ids['u2b']}")
     assert "And in Go?" in page.inner_text("#conversation")

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import unittest
+from collections.abc import Iterable
+from typing import Any
 
 from sessions_app import treeview as tv
 
 
-def row(i, parent, ts=None, kind="message", role="user", **kw):
+def row(
+    i: str, parent: str | None, ts: int | None = None, kind: str = "message", role: str | None = "user", **kw: Any
+) -> tv.Row:
     return tv.Row(id=i, parent_id=parent, ts_ms=ts if ts is not None else 0, type=kind, role=role, **kw)
 
 
-def chain(n, prefix="n", start_parent=None, depth0=0):
-    rows, parent = [], start_parent
+def chain(n: int, prefix: str = "n", start_parent: str | None = None, depth0: int = 0) -> list[tv.Row]:
+    rows: list[tv.Row] = []
+    parent = start_parent
     for k in range(n):
         rid = f"{prefix}{k}"
         rows.append(tv.Row(rid, parent, k, "message", "user" if k % 2 == 0 else "assistant", depth=depth0 + k))
@@ -20,7 +25,7 @@ def chain(n, prefix="n", start_parent=None, depth0=0):
     return rows
 
 
-def rows_of(items):
+def rows_of(items: Iterable[tv.Item]) -> list[str]:
     return [i.id for i in items if isinstance(i, tv.TreeRow)]
 
 
@@ -56,7 +61,7 @@ class FilterTests(unittest.TestCase):
         ]
         self.sk = tv.skeleton(self.rows)
 
-    def visible(self, mode, labels=None, keep=()):
+    def visible(self, mode: str, labels: dict[str, str] | None = None, keep: Iterable[str] = ()) -> list[str]:
         v = tv.view(self.sk, mode=mode, labels=labels or {}, keep=keep)
         return sorted(v.vparent)
 
@@ -85,7 +90,7 @@ class FilterTests(unittest.TestCase):
 
 
 class LaneTests(unittest.TestCase):
-    def tree(self):
+    def tree(self) -> tv.Skeleton:
         # r - a - b (branch point) - c1 - c2      (older)
         #                           \ d1 - d2     (newer, holds the viewed leaf)
         return tv.skeleton(
@@ -153,8 +158,9 @@ class WindowTests(unittest.TestCase):
         rows = chain(50, depth0=7000)
         v = tv.view(tv.skeleton(rows), mode="all", leaf_id="n49", path=[r.id for r in rows])
         w = tv.window(v, focus="n49", truncated_top=True)
-        self.assertIsInstance(w.items[0], tv.Gap)
-        self.assertEqual(w.items[0].count, 7000)
+        top = w.items[0]
+        assert isinstance(top, tv.Gap)
+        self.assertEqual(top.count, 7000)
 
     def test_chunks_fill_gaps_nearest_rows_first(self):
         v = tv.view(tv.skeleton(chain(1000)), mode="all", leaf_id="n999")
@@ -169,8 +175,9 @@ class WindowTests(unittest.TestCase):
     def test_unexplored_lane_ends_get_a_gap(self):
         v = tv.view(tv.skeleton(chain(5)), mode="all", leaf_id="n4")
         w = tv.window(v, focus="n4", explored={"n0", "n1", "n2", "n3"})
-        self.assertIsInstance(w.items[-1], tv.Gap)
-        self.assertIsNone(w.items[-1].count)
+        last = w.items[-1]
+        assert isinstance(last, tv.Gap)
+        self.assertIsNone(last.count)
 
 
 class SiblingTests(unittest.TestCase):

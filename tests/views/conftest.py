@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -10,13 +11,18 @@ from sessions_app import services
 from sessions_app.models import Session
 
 
-def user(text: str, ts: int) -> dict:
-    return {"type": "message", "message": {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": ts}}
+def user(text: str, ts: int) -> dict[str, Any]:
+    return {
+        "type": "message",
+        "message": {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": ts},
+    }
 
 
-def assistant(text: str, ts: int, **extra) -> dict:
-    message = {"role": "assistant", "content": [{"type": "text", "text": text}], "provider": "anthropic",
-               "model": "claude-sonnet-4-5", "api": "anthropic-messages", "stopReason": "stop", "timestamp": ts}  # fmt: skip
+def assistant(text: str, ts: int, **extra: Any) -> dict[str, Any]:
+    message: dict[str, Any] = {
+        "role": "assistant", "content": [{"type": "text", "text": text}], "provider": "anthropic",
+        "model": "claude-sonnet-4-5", "api": "anthropic-messages", "stopReason": "stop", "timestamp": ts,
+    }  # fmt: skip
     message.update(extra)
     return {"type": "message", "message": message}
 
@@ -35,13 +41,16 @@ def tree(alice) -> Tree:
     s = services.session_create(owner=alice, name="Branchy session", cwd="/work/demo")
     ids: dict[str, str] = {}
 
-    def add(key: str, payload: dict, parent: str | None = None) -> None:
-        kw = {"parent_id": ids[parent]} if parent else {}
+    def add(key: str, payload: dict[str, Any], parent: str | None = None) -> None:
+        kw: dict[str, Any] = {"parent_id": ids[parent]} if parent else {}
         ids[key] = services.entry_append(session=s, payload=payload, author=alice, **kw).entry_id
 
     add("model", {"type": "model_change", "provider": "anthropic", "modelId": "claude-sonnet-4-5"})
     add("u1", user("How do I **parse** JSONL?", 1_767_600_000_000))
-    add("a1", assistant("Read it line by line:\n\n```python\nfor line in f:\n    json.loads(line)\n```", 1_767_600_001_000))
+    add(
+        "a1",
+        assistant("Read it line by line:\n\n```python\nfor line in f:\n    json.loads(line)\n```", 1_767_600_001_000),
+    )
     add("u2a", user("And in Rust?", 1_767_600_002_000))
     call = {"type": "toolCall", "id": "c1", "name": "bash", "arguments": {"command": "cargo new demo"}}
     add("a2a", {"type": "message", "message": {"role": "assistant", "content": [call], "provider": "anthropic",

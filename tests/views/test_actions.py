@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.test import Client
 
 from sessions_app import selectors
 from sessions_app.models import Session
-from tests.views.conftest import detail
+from tests.views.conftest import Tree, detail
 
 pytestmark = pytest.mark.django_db
 
 
-def post(client, tree, action, **data):
+def post(client: Any, tree: Tree, action: str, **data: str) -> Any:
     return client.post(f"/sessions/{tree.session.public_id}/{action}/", data)
 
 
