@@ -206,7 +206,7 @@ class Branch:
     """An alternative at a branch point: a sub-lane, folded (items None) or drawn."""
 
     id: str
-    size: int  # entries in its subtree (all types)
+    size: int | None  # entries in its subtree (all types); None when only part of the tree was read
     items: list[Item] | None = None
 
 
@@ -320,7 +320,7 @@ def _lane_items(
 
 def _branch(v: View, node: str, depth: int, budget: list[int], explored: set[str] | None) -> Branch:
     """An alternative, drawn in full if it fits in the budget (and is not nested too deep)."""
-    branch = Branch(id=node, size=v.sk.size[node])
+    branch = Branch(id=node, size=v.sk.size[node] if explored is None else None)
     if budget[0] <= 0 or depth > 12 or (explored is not None and node not in explored):
         return branch
     ids = lane(v, node)
