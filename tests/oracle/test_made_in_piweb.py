@@ -98,6 +98,9 @@ def _conversation(alice: Any) -> tuple[Session, dict[str, str]]:
     ).entry_id  # fmt: skip
     ids["q4"] = add(_user("Back on a.py.", 1_760_000_010_000))
     ids["a5"] = add(_assistant("Still the app.", 1_760_000_011_000))
+    # An extension's summary, appended as a plain entry (not through branch_with_summary).
+    add({"type": "branch_summary", "fromId": ids["a3b"], "summary": "From an extension.", "details": {"2": 2, "1": 1},
+         "fromHook": True})  # fmt: skip
     services.session_rename(session=s, name="Renamed in piweb", author=alice)
     # piweb keeps its leaf where it was moved; pi's leaf is the last line.
     services.leaf_move(session=s, entry_id=ids["a4"])
