@@ -112,7 +112,11 @@ def export_bytes(session: Session) -> bytes:
 
 
 def nodes_of(data: bytes) -> list[Node]:
-    return [node_from_entry(obj) for obj in entry_objects(data)]
+    """The entries as piweb holds them: a line repeated by pi's re-flush quirk counts once."""
+    unique: dict[str, dict[str, Any]] = {}
+    for obj in entry_objects(data):
+        unique.setdefault(obj["id"], obj)
+    return [node_from_entry(obj) for obj in unique.values()]
 
 
 def interesting_leaves(entries: Sequence[Mapping[str, Any]], seed: int, n_random: int = 40) -> list[str]:

@@ -60,12 +60,27 @@ def _with_our_ids(text: str, mapping: dict[str, str]) -> str:
 
 
 def _tree_with_our_ids(tree: dict[str, Any], mapping: dict[str, str]) -> dict[str, Any]:
+    """pi's tree in piweb's ids. A line pi's re-flush quirk wrote twice is one entry in piweb; pi's
+    getTree() lists it once per copy (and its subtree again under each), so repeats collapse."""
     return {
-        "roots": [mapping[i] for i in tree["roots"]],
+        "roots": list(dict.fromkeys(mapping[i] for i in tree["roots"])),
         "nodes": [
-            {**n, "id": mapping[n["id"]], "children": [mapping[c] for c in n["children"]]} for n in tree["nodes"]
+            {**n, "id": mapping[n["id"]], "children": list(dict.fromkeys(mapping[c] for c in n["children"]))}
+            for n in tree["nodes"]
         ],
     }
+
+
+def _repeated_messages(data: bytes) -> int:
+    """Message lines that repeat an earlier line exactly (pi's re-flush quirk): pi's session list
+    counts each copy, piweb stores the entry once."""
+    seen: set[bytes] = set()
+    repeats = 0
+    for line in data.split(b"\n"):
+        if line in seen and b'"type":"message"' in line[:40]:
+            repeats += 1
+        seen.add(line)
+    return repeats
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -98,7 +113,8 @@ def test_import_matches_pi(name: str, alice: Any, static_files: dict[str, Static
     tree = _tree_with_our_ids(pi["tree"], mapping)
     assert_tree_matches(session, tree, name)
     assert_pure_children_match(index(nodes), tree, name)
-    assert_listing_matches(session, {**pi, "leafId": mapping[pi["leafId"]]}, name)
+    info = {**pi["info"], "messageCount": pi["info"]["messageCount"] - _repeated_messages(static.data)}
+    assert_listing_matches(session, {**pi, "info": info, "leafId": mapping[pi["leafId"]]}, name)
 
 
 def assert_pure_children_match(idx: TreeIndex, tree: dict[str, Any], what: str) -> None:
