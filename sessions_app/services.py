@@ -20,7 +20,7 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from sessions_app import jsjson, piformat
+from sessions_app import events, jsjson, piformat
 from sessions_app import selectors as sel
 from sessions_app.context import PathState, advance
 from sessions_app.errors import EntryNotFound, ImportRejected, InvalidEntry, SessionConflict, SessionNotFound
@@ -300,10 +300,17 @@ def entry_append(
     except jsjson.JSONDepthError:
         raise InvalidEntry(f"the entry nests deeper than {settings.PIWEB_IMPORT_MAX_DEPTH} levels") from None
     _insert(locked, [(data, raw, None)], author.pk if author is not None else None)
+    prev_leaf = locked.leaf_id
     if move_leaf:
         locked.leaf_id = entry_id
     locked.save()
     _sync(session, locked)
+    events.publish_on_commit(
+        locked,
+        events.entry_event(
+            locked, entry_id=entry_id, parent_id=parent, entry_type=data["type"], raw=raw, prev_leaf_id=prev_leaf
+        ),
+    )
     return Entry.objects.get(session=locked, entry_id=entry_id)
 
 
@@ -322,6 +329,7 @@ def leaf_move(*, session: Session, entry_id: str | None) -> Session:
     locked.leaf_id = entry_id
     locked.save(update_fields=["leaf_id", "updated_at"])
     _sync(session, locked)
+    events.publish_on_commit(locked, events.leaf_event(locked))
     return session
 
 
@@ -451,6 +459,7 @@ def session_delete(*, session: Session) -> None:
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM sessions_app_entry WHERE session_id = %s", [session.pk])
     Session.objects.filter(pk=session.pk).delete()
+    events.publish_on_commit(session, events.changed_event(session, "deleted"))
 
 
 # --- import --------------------------------------------------------------------------------
@@ -573,6 +582,8 @@ def session_import(
         if parsed.problems:
             session.import_report = session.import_report + [p.as_dict() for p in parsed.problems]
         session.save()
+        if parsed.entries and not created:
+            events.publish_on_commit(session, events.changed_event(session, "import"))
     return ImportResult(session, created, len(parsed.entries), parsed.problems, parsed.version)
 
 
