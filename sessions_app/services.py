@@ -423,10 +423,11 @@ def _label_times(session: Session) -> dict[str, str]:
 def _path_without_labels(path: list[Node]) -> tuple[list[Node], set[str]]:
     """The path minus its label entries, and the ids of the entries that had to change.
 
-    pi v0.58 kept the other lines as they were, so an entry whose parent was a label pointed at a
-    line the fork does not have (an orphan that cut the history off the context). Current pi
-    re-chains it to the previous kept entry and moves a compaction's firstKeptEntryId off a
-    dropped label onto the entry after it; so does piweb. Every other line stays byte-identical.
+    pi (v0.58 and 0.73.1 alike) keeps the other lines as they were, so an entry whose parent was
+    a label points at a line the fork does not have: an orphan that cuts the history off the
+    context. piweb deliberately re-chains such an entry to the previous kept entry and moves a
+    compaction's firstKeptEntryId off a dropped label onto the entry after it, so the fork keeps
+    the context it was made from. Every other line stays byte-identical.
     """
     kept: list[Node] = []
     changed: set[str] = set()
@@ -582,9 +583,20 @@ def session_import(
         if parsed.problems:
             session.import_report = session.import_report + [p.as_dict() for p in parsed.problems]
         session.save()
+        if len(parsed.entries) >= ANALYZE_AFTER and connection.vendor == "postgresql":
+            # Fresh statistics, or PostgreSQL plans the path walks for an empty table.
+            transaction.on_commit(_analyze_entries)
         if parsed.entries and not created:
             events.publish_on_commit(session, events.changed_event(session, "import"))
     return ImportResult(session, created, len(parsed.entries), parsed.problems, parsed.version)
+
+
+ANALYZE_AFTER = 5000  # entries added by one import
+
+
+def _analyze_entries() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE sessions_app_entry")
 
 
 def _new_imported_session(owner: User, parsed: piformat.ParsedFile) -> Session:
