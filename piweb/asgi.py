@@ -9,14 +9,16 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "piweb.settings")
 django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
-from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from sessions_app.routing import websocket_urlpatterns  # noqa: E402
+from sessions_app.routing import channel_routes, websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        # Channels workers (manage.py runworker piweb-turns) run assistant turns when the layer is Redis.
+        "channel": ChannelNameRouter(channel_routes),
     }
 )

@@ -10,4 +10,5 @@ urlpatterns = [
     path("api/", api.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("sessions_app.urls")),
+    path("", include("sessions_app.chat_urls")),
 ]

@@ -102,3 +102,46 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.user})"
+
+
+class StreamingTurn(models.Model):
+    """One assistant turn while it streams: mutable, unlike entries. The partial message is flushed
+    here as it grows, so a viewer (re)connecting or a restart after a crash can pick it up; when the
+    turn ends its message becomes an entry (entry_id) and this row is only history."""
+
+    STATUSES = ("queued", "streaming", "done", "aborted", "error")
+
+    public_id = models.UUIDField(unique=True, editable=False)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="turns")
+    parent_id = models.CharField(max_length=200, null=True)  # the entry the reply will hang off
+    status = models.CharField(max_length=16, default="queued")
+    abort_requested = models.BooleanField(default=False)
+    model = models.JSONField(default=dict)  # {"api", "provider", "id"} the turn runs with
+    partial = models.JSONField(null=True)  # pi AssistantMessage so far
+    last_index = models.PositiveIntegerField(default=0)  # index of the last published delta
+    entry_id = models.CharField(max_length=200, null=True)  # the assistant entry, once saved
+    runner = models.CharField(max_length=200, blank=True, default="")  # host:pid of the process running it
+    heartbeat_at = models.DateTimeField(null=True)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["session", "status"], name="turn_session_status")]
+
+    def __str__(self) -> str:
+        return f"turn {self.public_id} ({self.status})"
+
+
+class Viewer(models.Model):
+    """One open websocket on a session (presence). Rows of a process that died expire by seen_at."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="viewers")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    channel_name = models.CharField(max_length=200, unique=True)
+    seen_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.user_id} on {self.session_id}"

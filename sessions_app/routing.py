@@ -2,5 +2,15 @@ from __future__ import annotations
 
 from typing import Any
 
-# Websocket routes arrive with live updates (issue: live chat); none are served yet.
-websocket_urlpatterns: list[Any] = []
+from django.urls import path
+
+from sessions_app.consumers import SessionConsumer
+from sessions_app.workers import TurnWorker
+
+# Browsers: one socket per open session page (htmx ws extension: ws-connect="/ws/sessions/<id>/").
+websocket_urlpatterns: list[Any] = [
+    path("ws/sessions/<str:public_id>/", SessionConsumer.as_asgi()),
+]
+
+# Channels workers (manage.py runworker piweb-turns): assistant turns when the layer is Redis.
+channel_routes: dict[str, Any] = {"piweb-turns": TurnWorker.as_asgi()}
