@@ -157,6 +157,7 @@ def turn_start(event: events.TurnStartEvent) -> str:
 
 def delta(event: events.DeltaEvent) -> str:
     turn = escape(event["turn"])
+    index = int(event["index"])
     out = []
     for part in event["parts"]:
         block = f"turn-{turn}-b{int(part['block'])}"
@@ -168,11 +169,11 @@ def delta(event: events.DeltaEvent) -> str:
             elif part["kind"] == "thinking":
                 head = '<span class="muted small">Thinking</span> '
             out.append(
-                f'<div hx-swap-oob="beforeend:#turn-{turn}-body">'
+                f'<div hx-swap-oob="beforeend:#turn-{turn}-body" data-index="{index}">'
                 f'<div id="{block}" class="stream-block stream-{kind}">{head}</div></div>'
             )
         if part["text"]:
-            out.append(f'<span hx-swap-oob="beforeend:#{block}">{escape(part["text"])}</span>')
+            out.append(f'<span hx-swap-oob="beforeend:#{block}" data-index="{index}">{escape(part["text"])}</span>')
     return "".join(out)
 
 

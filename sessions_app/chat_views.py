@@ -74,6 +74,10 @@ def composer_context(session: Session, *, draft: str = "") -> dict[str, Any]:
     }
 
 
+def render_composer(request: HttpRequest, session: Session, *, draft: str = "") -> str:
+    return render_to_string("sessions_app/chat/composer.html", composer_context(session, draft=draft), request)
+
+
 @chat_view
 async def chat_send(request: HttpRequest, session: Session, user: User) -> HttpResponse:
     """text, parent (optional: the entry to reply under; empty = the session's leaf)."""
@@ -84,9 +88,7 @@ async def chat_send(request: HttpRequest, session: Session, user: User) -> HttpR
     )
     await streaming.dispatch(turn)
     if request.headers.get("HX-Request") == "true":
-        html = await sync_to_async(render_to_string)(
-            "sessions_app/chat/composer.html", composer_context(session), request
-        )
+        html = await sync_to_async(render_composer)(request, session)
         return HttpResponse(html)
     return redirect("sessions:detail", session.public_id)
 
@@ -158,8 +160,6 @@ async def chat_navigate(request: HttpRequest, session: Session, user: User) -> H
         author=user,
     )
     if request.headers.get("HX-Request") == "true":
-        html = await sync_to_async(render_to_string)(
-            "sessions_app/chat/composer.html", composer_context(session, draft=result.editor_text or ""), request
-        )
+        html = await sync_to_async(render_composer)(request, session, draft=result.editor_text or "")
         return HttpResponse(html)
     return redirect("sessions:detail", session.public_id)

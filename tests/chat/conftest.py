@@ -37,9 +37,17 @@ def chat_session(alice):
     return services.session_create(owner=alice, name="chat")
 
 
+class HtmxAsyncClient(AsyncClient):
+    """AsyncClient sending HX-Request on every request (constructor headers do not reach ASGI scopes)."""
+
+    async def post(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("headers", {"HX-Request": "true"})
+        return await super().post(*args, **kwargs)
+
+
 @pytest.fixture
 def alice_async(alice):
-    client = AsyncClient(headers={"HX-Request": "true"})
+    client = HtmxAsyncClient()
     c = Client()
     c.force_login(alice)
     client.cookies = c.cookies
@@ -78,12 +86,12 @@ async def frames_until(comm: WebsocketCommunicator, pattern: str, timeout: float
             return got
 
 
-def delta_text(frames: list[str], turn: str, block: int = 1) -> str:
-    pat = re.compile(rf'<span hx-swap-oob="beforeend:#turn-{turn}-b{block}">(.*?)</span>', re.S)
+def delta_text(frames: list[str], turn: str, block: int = 0) -> str:
+    pat = re.compile(rf'<span hx-swap-oob="beforeend:#turn-{turn}-b{block}" data-index="\d+">(.*?)</span>', re.S)
     return "".join(html.unescape(m) for f in frames for m in pat.findall(f))
 
 
-def snapshot_text(frame: str, turn: str, block: int = 1) -> str:
+def snapshot_text(frame: str, turn: str, block: int = 0) -> str:
     m = re.search(rf'<div id="turn-{turn}-b{block}" class="stream-block [^"]*">(.*?)</div>', frame, re.S)
     return html.unescape(m.group(1)) if m else ""
 
