@@ -34,7 +34,7 @@ def user(session, text: str, parent=services.UNSET):
         payload={
             "type": "message",
             "message": {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 1},
-        },  # fmt: skip
+        },
         parent_id=parent,
     )
 
