@@ -178,6 +178,16 @@ PIWEB_ANTHROPIC_BASE_URL = env_str("PIWEB_ANTHROPIC_BASE_URL")
 PIWEB_LLM_MODELS = env_str("PIWEB_LLM_MODELS")  # JSON list in pi's models.json shape; replaces the defaults
 PIWEB_DEMO_DELAY = env_str("PIWEB_DEMO_DELAY", "0.02")  # seconds between the demo model's words
 
+# Live chat (sessions_app/streaming.py): delta coalescing, crash detection, presence, compaction.
+PIWEB_STREAM_INTERVAL_MS = env_int("PIWEB_STREAM_INTERVAL_MS", 50)
+PIWEB_TURN_STALE_SECONDS = env_int("PIWEB_TURN_STALE_SECONDS", 15)
+PIWEB_PRESENCE_TTL_SECONDS = env_int("PIWEB_PRESENCE_TTL_SECONDS", 90)
+PIWEB_JANITOR = env_bool("PIWEB_JANITOR", True)
+PIWEB_COMPACTION_ENABLED = env_bool("PIWEB_COMPACTION_ENABLED", True)
+PIWEB_COMPACTION_RESERVE_TOKENS = env_int("PIWEB_COMPACTION_RESERVE_TOKENS", 16384)
+PIWEB_COMPACTION_KEEP_RECENT_TOKENS = env_int("PIWEB_COMPACTION_KEEP_RECENT_TOKENS", 20000)
+PIWEB_CHAT_SYSTEM_PROMPT = env_str("PIWEB_CHAT_SYSTEM_PROMPT", "You are a helpful assistant.")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
