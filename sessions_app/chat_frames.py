@@ -158,6 +158,7 @@ def turn_start(event: events.TurnStartEvent) -> str:
 def delta(event: events.DeltaEvent) -> str:
     turn = escape(event["turn"])
     index = int(event["index"])
+    stamp = f'data-index="{index}" data-t="{float(event.get("t", 0)):.4f}"'
     out = []
     for part in event["parts"]:
         block = f"turn-{turn}-b{int(part['block'])}"
@@ -169,11 +170,11 @@ def delta(event: events.DeltaEvent) -> str:
             elif part["kind"] == "thinking":
                 head = '<span class="muted small">Thinking</span> '
             out.append(
-                f'<div hx-swap-oob="beforeend:#turn-{turn}-body" data-index="{index}">'
+                f'<div hx-swap-oob="beforeend:#turn-{turn}-body" {stamp}>'
                 f'<div id="{block}" class="stream-block stream-{kind}">{head}</div></div>'
             )
         if part["text"]:
-            out.append(f'<span hx-swap-oob="beforeend:#{block}" data-index="{index}">{escape(part["text"])}</span>')
+            out.append(f'<span hx-swap-oob="beforeend:#{block}" {stamp}>{escape(part["text"])}</span>')
     return "".join(out)
 
 

@@ -84,6 +84,7 @@ class DeltaEvent(TypedDict):
     turn: str
     index: int
     parts: list[DeltaPart]
+    t: float  # wall time the oldest token in it was produced (latency measurements)
 
 
 class StreamEndEvent(TypedDict):

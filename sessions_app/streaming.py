@@ -212,6 +212,7 @@ class _Coalescer:
         self.asm = assembler
         self.positions: dict[int | str, int] = {}
         self.parts: list[events.DeltaPart] = []
+        self.first_at = 0.0  # wall time of the oldest token not yet flushed
 
     def feed(self, event: Event) -> None:
         before = len(self.asm.content)
@@ -229,6 +230,8 @@ class _Coalescer:
         name = event.name if isinstance(event, ToolCallDelta) else ""
         if not new and not text:
             return
+        if not self.parts:
+            self.first_at = time.time()
         last = self.parts[-1] if self.parts else None
         if last is not None and last["block"] == position and not new:
             last["text"] += text
@@ -285,6 +288,7 @@ async def run_turn(turn_pk: int, *, registry: Registry | None = None) -> str | N
 
         async def flush() -> None:
             nonlocal index
+            first_at = coalescer.first_at
             parts = coalescer.take()
             if not parts:
                 return
@@ -296,6 +300,7 @@ async def run_turn(turn_pk: int, *, registry: Registry | None = None) -> str | N
                 "turn": turn_id,
                 "index": index,
                 "parts": parts,
+                "t": first_at,
             }
             await events.publish_now(session_pk, delta)
 

@@ -87,7 +87,7 @@ async def frames_until(comm: WebsocketCommunicator, pattern: str, timeout: float
 
 
 def delta_text(frames: list[str], turn: str, block: int = 0) -> str:
-    pat = re.compile(rf'<span hx-swap-oob="beforeend:#turn-{turn}-b{block}" data-index="\d+">(.*?)</span>', re.S)
+    pat = re.compile(rf'<span hx-swap-oob="beforeend:#turn-{turn}-b{block}" data-index="\d+"[^>]*>(.*?)</span>', re.S)
     return "".join(html.unescape(m) for f in frames for m in pat.findall(f))
 
 

@@ -150,7 +150,7 @@ async def watch(port: int, sid: str, sessionid: str, until: str, *, on_frame=Non
 
 def streamed(frames: list[str]) -> str:
     spans = re.findall(
-        r'<span hx-swap-oob="beforeend:#turn-[^"]+-b0" data-index="\d+">(.*?)</span>', "".join(frames), re.S
+        r'<span hx-swap-oob="beforeend:#turn-[^"]+-b0" data-index="\d+"[^>]*>(.*?)</span>', "".join(frames), re.S
     )
     return "".join(html.unescape(s) for s in spans)
 
