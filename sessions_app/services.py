@@ -572,9 +572,11 @@ def session_import(
                         raise
                     return session_import(owner=owner, data=data, source_path=source_path, partial=partial)
             _insert(session, [(ln.data, ln, ln.preview) for ln in parsed.entries], owner.pk)
-        before = session.last_seq - len(parsed.entries)
-        for local, raw in parsed.extra_headers:
-            session.extra_headers.append([before + local, raw])
+        if created or grown is not None:
+            # Positions count the lines of what was parsed: the whole new file, or the new tail.
+            # A changed file parsed whole again keeps the extra lines recorded the first time.
+            before = session.last_seq - len(parsed.entries)
+            session.extra_headers += [[before + local, raw] for local, raw in parsed.extra_headers]
         if parsed.entries or created:
             session.leaf_id = parsed.leaf_id if parsed.leaf_id is not None else session.leaf_id
         session.source_path = source_path or session.source_path

@@ -23,6 +23,22 @@ def _fast_hasher(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def _entries_can_be_flushed(request):
+    """After a transactional test, let pytest-django's flush (a plain DELETE on SQLite) past the
+    append-only trigger, which allows deleting entries only with their whole session."""
+    marker = request.node.get_closest_marker("django_db")
+    if marker is None or not marker.kwargs.get("transaction"):
+        yield
+        return
+    request.getfixturevalue("transactional_db")  # set up first, so torn down after this
+    yield
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE sessions_app_session SET deleting = %s", [True])
+
+
 @pytest.fixture
 def alice(django_user_model):
     return django_user_model.objects.create_user("alice", password="alice-pw")

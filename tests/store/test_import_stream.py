@@ -95,3 +95,20 @@ def test_a_grown_file_streams_only_its_tail(alice, big_file):
     assert leaf == json.loads(lines[-1])["id"]
     full = Session.objects.get(pk=result.session.pk)
     assert selectors.session_context(session=full)["leafId"] == leaf
+
+
+def test_a_changed_file_imported_again_records_no_second_copy_of_its_extra_header(alice):
+    header = {"type": "session", "version": 3, "id": "dup-header", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/"}
+
+    def msg(i: str, parent: str | None) -> str:
+        return json.dumps({"type": "message", "id": i, "parentId": parent, "timestamp": "2026-01-01T00:00:01.000Z",
+                           "message": {"role": "user", "content": i, "timestamp": 1767225601000}})  # fmt: skip
+
+    head = json.dumps(header)
+    broken = [head, msg("a", None), head, msg("b", "a"), '{"type": "message", "id": "c", "parentId": "b"']
+    services.session_import(owner=alice, data=("\n".join(broken) + "\n").encode(), partial=True)
+    fixed = [*broken[:4], msg("c", "b")]
+    result = services.session_import(owner=alice, data=("\n".join(fixed) + "\n").encode())
+    assert result.added == 1
+    exported = "".join(selectors.export_lines(session=result.session)).splitlines()
+    assert exported == fixed
