@@ -80,7 +80,8 @@ async def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         sid, cookie = await asyncio.to_thread(setup, str(Path(tmp) / "bench.sqlite3"))
         port = free_port()
-        env = {**os.environ, "PIWEB_DEMO_DELAY": str(args.demo_delay), "PIWEB_STREAM_INTERVAL_MS": str(args.interval_ms),
+        env = {**os.environ, "PIWEB_DEMO_DELAY": str(args.demo_delay),
+               "PIWEB_STREAM_INTERVAL_MS": str(args.interval_ms),
                "PIWEB_LOG_LEVEL": "WARNING"}  # fmt: skip
         proc = subprocess.Popen(
             [sys.executable, "-m", "daphne", "-p", str(port), "piweb.asgi:application"], cwd=ROOT, env=env,
