@@ -6,6 +6,7 @@ PIWEB_DATABASE_URL and PIWEB_REDIS_URL switch to PostgreSQL and Redis.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,10 @@ if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("PIWEB_SECRET_KEY is required when PIWEB_DEBUG is false")
     SECRET_KEY = "piweb-insecure-development-key-do-not-use-in-production"
+
+# Key of the entries' tamper-evident hash chain. Changing it makes every stored chain fail
+# verification, so set it once per deployment (defaults to one derived from the secret key).
+PIWEB_CHAIN_KEY = env_secret("PIWEB_CHAIN_KEY") or hashlib.sha256(f"piweb-chain:{SECRET_KEY}".encode()).hexdigest()
 
 ALLOWED_HOSTS = [h.strip() for h in env_str("PIWEB_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",")]
 CSRF_TRUSTED_ORIGINS = [o for o in env_str("PIWEB_CSRF_TRUSTED_ORIGINS").split(",") if o]

@@ -23,6 +23,10 @@ class Session(models.Model):
     first_message = models.TextField(blank=True, default="")
     modified_ms = models.BigIntegerField(default=0)  # pi's "modified": last user/assistant message time
     last_seq = models.PositiveIntegerField(default=0)
+    # Running HMAC over the entries' chain hashes in seq order (services.session_digest).
+    # Nullable without default so that SQLite adds the column in place: rebuilding this table
+    # trips the entry triggers that refer to it.
+    entries_digest = models.CharField(max_length=64, null=True, blank=True)
     # Import bookkeeping: the source file and how much of it is stored.
     source_path = models.TextField(blank=True, default="")
     source_bytes = models.BigIntegerField(default=0)
@@ -73,6 +77,9 @@ class Entry(models.Model):
         related_name="+",
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # SHA-256 of the parent's chain_hash and this line (services.entry_chain_hash): tamper evidence.
+    # Nullable only so that SQLite can add the column in place (a table rebuild drops triggers).
+    chain_hash = models.CharField(max_length=64, null=True)
 
     class Meta:
         ordering = ["session", "seq"]

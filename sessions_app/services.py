@@ -7,6 +7,7 @@ piweb persists on the session row.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
@@ -64,6 +65,25 @@ def import_limits() -> piformat.Limits:
 class _Known:
     depth: int
     state: PathState
+    chain: str = ""  # the entry's chain hash (see entry_chain_hash)
+
+
+def entry_chain_hash(parent_chain: str | None, seq: int, entry_id: str, raw: str) -> str:
+    """HMAC-SHA256 (key: settings.PIWEB_CHAIN_KEY) over the parent's chain hash, the entry's place
+    and id, and its exact line. Rewriting, moving or inserting an entry breaks its hash (and,
+    through the parent hash, those below it); without the key the database cannot forge new ones."""
+    message = f"{parent_chain or ''}\n{seq}\n{entry_id}\n{raw}".encode()
+    return hmac.new(_chain_key(), message, hashlib.sha256).hexdigest()
+
+
+def session_digest(previous: str, chain: str) -> str:
+    """The session's running digest after one more entry (in seq order): catches removed rows,
+    including the last one, which no chain hash points at."""
+    return hmac.new(_chain_key(), f"{previous}:{chain}".encode(), hashlib.sha256).hexdigest()
+
+
+def _chain_key() -> bytes:
+    return str(settings.PIWEB_CHAIN_KEY).encode()
 
 
 def _stored_states(session: Session, ids: Iterable[str]) -> dict[str, _Known]:
@@ -71,11 +91,13 @@ def _stored_states(session: Session, ids: Iterable[str]) -> dict[str, _Known]:
     found: dict[str, _Known] = {}
     for i in range(0, len(wanted), 500):
         rows = Entry.objects.filter(session=session, entry_id__in=wanted[i : i + 500]).values_list(
-            "entry_id", "depth", "ctx_thinking", "ctx_model", "ctx_compaction_id"
+            "entry_id", "depth", "ctx_thinking", "ctx_model", "ctx_compaction_id", "chain_hash"
         )
-        for entry_id, depth, thinking, model, compaction in rows:
+        for entry_id, depth, thinking, model, compaction, chain in rows:
             found[entry_id] = _Known(
-                depth, PathState(jsjson.loads(thinking), jsjson.loads(model) if model else None, compaction)
+                depth,
+                PathState(jsjson.loads(thinking), jsjson.loads(model) if model else None, compaction),
+                chain or "",
             )
     return found
 
@@ -101,8 +123,8 @@ def _is_stored_ancestor(session: Session, start_id: str | None, target_id: str, 
 Pending = tuple[dict[str, Any], "str | piformat.Line", str | None]
 _INSERT = (
     "INSERT INTO sessions_app_entry (session_id, seq, entry_id, parent_id, type, role, timestamp, ts_ms, raw,"
-    " preview, depth, ctx_thinking, ctx_model, ctx_compaction_id, kept_from_id, author_id, created_at)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    " preview, depth, ctx_thinking, ctx_model, ctx_compaction_id, kept_from_id, author_id, created_at, chain_hash)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
 
 
@@ -115,6 +137,8 @@ def _insert(session: Session, lines: list[Pending], author_id: int | None) -> No
     if not lines:
         return
     batch = {p[0]["id"]: p[0] for p in lines}
+    texts = {p[0]["id"]: p[1] for p in lines}
+    seqs = {entry_id: session.last_seq + i for i, entry_id in enumerate(batch, start=1)}
     parents = {i: d["parentId"] for i, d in batch.items()}
     outside = {d["parentId"] for d in batch.values() if d["parentId"] is not None and d["parentId"] not in batch}
     known = _stored_states(session, outside)
@@ -129,7 +153,10 @@ def _insert(session: Session, lines: list[Pending], author_id: int | None) -> No
         parent = data["parentId"]
         base = (computed.get(parent) or known.get(parent)) if parent is not None else None
         state = advance(base.state if base else PathState(), Node(entry_id, parent, data["type"], data))
-        computed[entry_id] = _Known(base.depth + 1 if base else 0, state)
+        raw = texts[entry_id]
+        text = raw if isinstance(raw, str) else raw.raw
+        chain = entry_chain_hash(base.chain if base else None, seqs[entry_id], entry_id, text)
+        computed[entry_id] = _Known(base.depth + 1 if base else 0, state, chain)
         queue.extend(kids.get(entry_id, ()))
 
     state_json: dict[int, StateJson] = {}
@@ -690,7 +717,9 @@ class _ImportStream:
             self._give_up()  # a child before its parent (or a dangling parent)
             return
         state = advance(base.state if base else PathState(), Node(entry_id, parent, data["type"], data))
-        info = self.computed[entry_id] = _Known(base.depth + 1 if base else 0, state)
+        raw = line.raw
+        chain = entry_chain_hash(base.chain if base else None, self.session.last_seq + 1, entry_id, raw)
+        info = self.computed[entry_id] = _Known(base.depth + 1 if base else 0, state, chain)
         self.parents[entry_id] = parent
         kept_from = None
         if data["type"] == "compaction":
@@ -699,7 +728,7 @@ class _ImportStream:
         self.session.last_seq += 1
         columns = _state_json(self.state_json, state)
         self.rows.append(
-            _row(self.session, data, line, line.preview, info, columns, kept_from, self.owner.pk, self.created_at)
+            _row(self.session, data, raw, line.preview, info, columns, kept_from, self.owner.pk, self.created_at)
         )
         _update_listing(self.session, data)
         if len(self.rows) >= self.BATCH:
@@ -768,7 +797,8 @@ def _row(
     author_id: int | None,
     created_at: Any,
 ) -> tuple[Any, ...]:
-    """One sessions_app_entry row, in _INSERT's column order."""
+    """One sessions_app_entry row, in _INSERT's column order (session.last_seq already counts it)."""
+    session.entries_digest = session_digest(session.entries_digest or "", info.chain)
     message = data.get("message") if data["type"] == "message" else None
     role = message.get("role") if isinstance(message, dict) else None
     return (
@@ -776,6 +806,7 @@ def _row(
         role if isinstance(role, str) else None, data["timestamp"], parse_timestamp_ms(data["timestamp"]) or 0,
         raw if isinstance(raw, str) else raw.raw, _storable(row_text(data) if preview is None else preview),
         info.depth, state_json[1], state_json[2], info.state.compaction_id, kept_from, author_id, created_at,
+        info.chain,
     )  # fmt: skip
 
 

@@ -8,9 +8,6 @@ from pathlib import Path
 
 import pytest
 
-# Playwright's sync API runs an event loop in this thread; Django's ORM refuses to run inside one.
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-
 ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
     "--disable-sync", "--no-first-run",
@@ -18,14 +15,21 @@ ARGS = [
 SHOTS = Path("/tmp/shots")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
+    """Module-scoped: Playwright's sync API runs an event loop in this thread until it stops, and
+    the async tests that run after these need the thread back."""
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
-        yield b
-        b.close()
+    # Django's ORM refuses to run inside a running event loop; here the loop is Playwright's.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as p:
+            b = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+            yield b
+            b.close()
+    finally:
+        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
 
 
 @pytest.fixture
@@ -55,15 +59,3 @@ def login(browser, live_server, django_user_model):
 def shot(page, name: str) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}.png"))
-
-
-@pytest.fixture(autouse=True)
-def _sessions_deleted_after(transactional_db):
-    """The flush ending a transactional test is a plain DELETE, which the append-only trigger
-    refuses; the delete service is the way."""
-    yield
-    from sessions_app import services
-    from sessions_app.models import Session
-
-    for leftover in Session.objects.all():
-        services.session_delete(session=leftover)
