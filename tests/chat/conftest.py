@@ -103,7 +103,8 @@ def turn_ids(frames: list[str]) -> list[str]:
 def message(entry: Entry) -> dict[str, Any]:
     from sessions_app import jsjson
 
-    return jsjson.loads(entry.raw)["message"]
+    data: dict[str, Any] = jsjson.loads(entry.raw)["message"]
+    return data
 
 
 async def wait_turns_done(session, timeout: float = 10) -> None:

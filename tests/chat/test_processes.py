@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -116,7 +117,7 @@ def login_cookie(user) -> str:
 
 def post(port: int, path: str, data: dict[str, str], sessionid: str) -> int:
     token = get_random_string(32)
-    body = "&".join(f"{k}={urllib.request.quote(v)}" for k, v in data.items()).encode()
+    body = "&".join(f"{k}={urllib.parse.quote(v)}" for k, v in data.items()).encode()
     req = urllib.request.Request(
         f"http://127.0.0.1:{port}{path}",
         data=body,

@@ -6,6 +6,7 @@ import asyncio
 import json
 import uuid
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -19,7 +20,7 @@ from tests.llm.server import ScriptedServer, Stream, openai_sse
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
-def partial(text: str) -> dict:
+def partial(text: str) -> dict[str, Any]:
     zero = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
     return {
         "role": "assistant", "content": [{"type": "text", "text": text}], "api": "demo", "provider": "piweb",
@@ -124,12 +125,12 @@ async def test_automatic_compaction_past_window_minus_reserve(settings, chat_ses
     await wait_turns_done(chat_session)
     for _ in range(250):  # the compaction runs right after the reply is saved
         last = await Entry.objects.filter(session=chat_session).order_by("-seq").afirst()
-        if last.type == "compaction":
+        if last is not None and last.type == "compaction":
             break
         await asyncio.sleep(0.02)
-    assert last.type == "compaction"
+    assert last is not None and last.type == "compaction"
     reply = await Entry.objects.filter(session=chat_session, role="assistant").order_by("-seq").afirst()
-    assert last.parent_id == reply.entry_id
+    assert reply is not None and last.parent_id == reply.entry_id
 
 
 @pytest.mark.asyncio
