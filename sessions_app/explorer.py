@@ -152,18 +152,8 @@ def entry_row(session: Session, entry_id: str) -> tv.Row:
 
 
 def session_labels(session: Session) -> dict[str, str]:
-    """Resolved labels (last label entry in file order wins); reads only label entries, via the
-    (session, type) index (selectors.labels orders in SQL, which walks the whole session)."""
-    rows = sorted(Entry.objects.filter(session=session, type="label").order_by().values_list("seq", "raw"))
-    resolved: dict[str, str] = {}
-    for _, raw in rows:
-        data = jsjson.loads(raw)
-        target, value = data.get("targetId"), data.get("label")
-        if isinstance(value, str) and value:
-            resolved[target] = value
-        else:
-            resolved.pop(target, None)
-    return resolved
+    """Resolved labels (last label entry in file order wins)."""
+    return sel.labels(session=session)
 
 
 def last_entry_id(session: Session) -> str | None:
@@ -365,8 +355,10 @@ def entries_by_id(session: Session, ids: Iterable[str]) -> dict[str, Entry]:
     wanted = list(ids)
     found: dict[str, Entry] = {}
     for i in range(0, len(wanted), 500):
-        for e in Entry.objects.filter(session=session, entry_id__in=wanted[i : i + 500]).order_by().only(
-            "entry_id", "parent_id", "type", "role", "raw", "ts_ms", "depth", "seq"
+        for e in (
+            Entry.objects.filter(session=session, entry_id__in=wanted[i : i + 500])
+            .order_by()
+            .only("entry_id", "parent_id", "type", "role", "raw", "ts_ms", "depth", "seq")
         ):
             found[e.entry_id] = e
     return found

@@ -588,16 +588,8 @@ def session_import(
             session = stream.session
         else:
             session = existing or _new_imported_session(owner, parsed)
-            if session._state.adding:
-                try:
-                    with transaction.atomic():
-                        session.save()
-                except IntegrityError:
-                    # Another import of the same new file committed the session first
-                    # (PostgreSQL; on SQLite imports queue up): import into that one.
-                    if not Session.objects.filter(public_id=session.public_id).exists():
-                        raise
-                    return session_import(owner=owner, data=data, source_path=source_path, partial=partial)
+            if session._state.adding and not _saved_unless_raced(session):
+                return session_import(owner=owner, data=data, source_path=source_path, partial=partial)
             _insert(session, [(ln.data, ln, ln.preview) for ln in parsed.entries], owner.pk)
         if created or grown is not None:
             # Positions count the lines of what was parsed: the whole new file, or the new tail.
@@ -626,6 +618,19 @@ ANALYZE_AFTER = 5000  # entries added by one import
 def _analyze_entries() -> None:
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE sessions_app_entry")
+
+
+def _saved_unless_raced(session: Session) -> bool:
+    """Save a new imported session; False if another import of the same file committed it first
+    (PostgreSQL; on SQLite imports queue up), so the caller imports into that one instead."""
+    try:
+        with transaction.atomic():
+            session.save()
+    except IntegrityError:
+        if not Session.objects.filter(public_id=session.public_id).exists():
+            raise
+        return False
+    return True
 
 
 def _new_imported_session(owner: User, parsed: piformat.ParsedFile) -> Session:
@@ -738,15 +743,9 @@ class _ImportStream:
     def _start(self, parsed: piformat.ParsedFile) -> bool:
         self.savepoint = transaction.savepoint()
         session = self.existing or _new_imported_session(self.owner, parsed)
-        if session._state.adding:
-            try:
-                with transaction.atomic():
-                    session.save()
-            except IntegrityError:
-                if not Session.objects.filter(public_id=session.public_id).exists():
-                    raise
-                self.session_race = True
-                return False
+        if session._state.adding and not _saved_unless_raced(session):
+            self.session_race = True
+            return False
         self.session = session
         self.writer = _Writer()
         self.created_at = connection.ops.adapt_datetimefield_value(timezone.now())

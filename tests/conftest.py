@@ -6,7 +6,10 @@ import fcntl
 import os
 import shutil
 import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.test import Client
@@ -91,3 +94,24 @@ def pi_baseline() -> Path:
                 path.chmod(path.stat().st_mode | 0o200)
             subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"], cwd=target, check=True)
     return target
+
+
+@pytest.fixture(scope="session")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., bytes]:
+    """make(entries, seed, **options) -> a pi v3 session file from gen_session.py (cached)."""
+    cache: dict[tuple[Any, ...], bytes] = {}
+    folder = tmp_path_factory.mktemp("generated")
+
+    def make(entries: int = 40, seed: int = 1, **options: Any) -> bytes:
+        key = (entries, seed, *sorted(options.items()))
+        if key not in cache:
+            out = folder / f"session-{len(cache)}.jsonl"
+            args = [sys.executable, str(BASELINE_SRC / "gen_session.py"), "--entries", str(entries)]
+            args += ["--seed", str(seed), "--out", str(out)]
+            for name, value in options.items():
+                args += [f"--{name.replace('_', '-')}", str(value)]
+            subprocess.run(args, check=True, capture_output=True)
+            cache[key] = out.read_bytes()
+        return cache[key]
+
+    return make

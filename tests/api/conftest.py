@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -65,26 +61,6 @@ def alice_session(alice) -> Session:
 def entry_ids(session: Session) -> list[str]:
     """The session's entry ids in file order."""
     return list(session.entries.order_by("seq").values_list("entry_id", flat=True))
-
-
-@pytest.fixture(scope="session")
-def generated(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., bytes]:
-    """make(entries, seed, **options) -> a pi v3 session file from gen_session.py (cached)."""
-    cache: dict[tuple[Any, ...], bytes] = {}
-    folder = tmp_path_factory.mktemp("generated")
-
-    def make(entries: int = 40, seed: int = 1, **options: Any) -> bytes:
-        key = (entries, seed, *sorted(options.items()))
-        if key not in cache:
-            out = folder / f"session-{len(cache)}.jsonl"
-            args = [sys.executable, str(GEN_SESSION), "--entries", str(entries), "--seed", str(seed), "--out", str(out)]
-            for name, value in options.items():
-                args += [f"--{name.replace('_', '-')}", str(value)]
-            subprocess.run(args, check=True, capture_output=True)
-            cache[key] = Path(out).read_bytes()
-        return cache[key]
-
-    return make
 
 
 @pytest.fixture

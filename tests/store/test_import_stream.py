@@ -3,29 +3,19 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from sessions_app import selectors, services
 from sessions_app.errors import ImportRejected
 from sessions_app.models import Entry, Session
-from tests.conftest import BASELINE_SRC
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(scope="module")
-def big_file(tmp_path_factory) -> bytes:
-    """Big enough for several insert batches (2,000 rows each)."""
-    out = tmp_path_factory.mktemp("gen") / "s.jsonl"
-    subprocess.run(
-        [sys.executable, str(BASELINE_SRC / "gen_session.py"), "--entries", "7000", "--branch-prob", "0.05",
-         "--compactions", "6", "--labels", "30", "--seed", "7", "--out", str(out)],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    return out.read_bytes()
+def big_file(generated) -> bytes:
+    return generated(7000, seed=7, branch_prob=0.05, compactions=6, labels=30)
 
 
 def _lines(data: bytes) -> list[bytes]:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import random
-import subprocess
-import sys
 
 import pytest
 from django.core.management import call_command
@@ -14,20 +12,13 @@ from django.db import connection
 from sessions_app import services
 from sessions_app.integrity import session_verify
 from sessions_app.models import Entry, Session
-from tests.conftest import BASELINE_SRC
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(scope="module")
-def generated(tmp_path_factory) -> bytes:
-    out = tmp_path_factory.mktemp("gen") / "s.jsonl"
-    subprocess.run(
-        [sys.executable, str(BASELINE_SRC / "gen_session.py"), "--entries", "1500", "--branch-prob", "0.1",
-         "--compactions", "3", "--labels", "10", "--seed", "11", "--out", str(out)],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    return out.read_bytes()
+def generated_file(generated) -> bytes:
+    return generated(1500, seed=11, branch_prob=0.1, compactions=3, labels=10)
 
 
 def _sql(statement: str, params: list) -> None:
@@ -44,8 +35,8 @@ def _sql(statement: str, params: list) -> None:
             cursor.execute("SET session_replication_role = origin")
 
 
-def test_intact_sessions_verify(alice, generated):
-    imported = services.session_import(owner=alice, data=generated).session
+def test_intact_sessions_verify(alice, generated_file):
+    imported = services.session_import(owner=alice, data=generated_file).session
     made = services.session_create(owner=alice, name="made here")
     services.entry_append(session=made, payload={"type": "custom", "customType": "x", "data": {"n": 1}})
     services.session_fork(
@@ -57,8 +48,8 @@ def test_intact_sessions_verify(alice, generated):
 
 
 @pytest.mark.parametrize("round_", range(12))
-def test_every_kind_of_tampering_is_caught_at_the_first_bad_entry(alice, generated, round_):
-    session = services.session_import(owner=alice, data=generated).session
+def test_every_kind_of_tampering_is_caught_at_the_first_bad_entry(alice, generated_file, round_):
+    session = services.session_import(owner=alice, data=generated_file).session
     rng = random.Random(round_)
     seq = rng.randint(2, session.last_seq - 1)
     row = Entry.objects.get(session=session, seq=seq)
