@@ -17,14 +17,15 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.contrib.auth.models import User
 
-from sessions_app import chat_frames, events, presence, selectors, streaming
-from sessions_app.errors import SessionNotFound
+from sessions_app import chat_frames, events, presence, revoke, selectors, streaming
+from sessions_app.errors import SessionsError
 from sessions_app.models import Session
 
 
-class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
+class SessionConsumer(revoke.AccessRecheck, AsyncWebsocketConsumer):  # type: ignore[misc]
     session_pk: int = 0
     group: str = ""
+    user_group: str = ""
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -35,7 +36,7 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
             session = await database_sync_to_async(selectors.session_get_for_user)(
                 user=user, public_id=self.scope["url_route"]["kwargs"]["public_id"]
             )
-        except SessionNotFound:
+        except SessionsError:  # SessionNotFound, or SessionForbidden for a read-less role
             await self.close()
             return
         self.session_pk = session.pk
@@ -43,6 +44,9 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         self.group = events.group_name(session.pk)
         # Join before reading the snapshot: whatever happens after the read arrives as an event.
         await self.channel_layer.group_add(self.group, self.channel_name)
+        # Access taken away (member removed, user deactivated) arrives on the user's group.
+        self.user_group = revoke.user_group(user.pk)
+        await self.channel_layer.group_add(self.user_group, self.channel_name)
         await self.accept()
         session, turns, viewers = await database_sync_to_async(self._snapshot)(user)
         self.snapshot_seq = session.last_seq
@@ -69,6 +73,7 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         if not self.session_pk:
             return
         await self.channel_layer.group_discard(self.group, self.channel_name)
+        await self.channel_layer.group_discard(self.user_group, self.channel_name)
         viewers = await database_sync_to_async(presence.leave)(
             session_pk=self.session_pk, channel_name=self.channel_name
         )

@@ -40,3 +40,12 @@ class ImportRejected(SessionsError):
     """The file was refused; extra["errors"] lists every problem with its line number."""
 
     status = 400
+
+
+class SessionForbidden(SessionsError):
+    """The user may see the session but not do this (access.py); missing access is SessionNotFound."""
+
+    status = 403
+
+    def __init__(self, message: str = "You do not have permission to do that", **extra: Any) -> None:
+        super().__init__(message, **extra)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from uuid import uuid4
+
 from django.conf import settings
 from django.db import models
 
@@ -15,6 +17,9 @@ class Session(models.Model):
     cwd = models.TextField(blank=True, default="")
     created = models.CharField(max_length=64)  # header timestamp, ISO string as in the file
     parent_session = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="forks")
+    # None: personal, private to the owner. Set: the team's members see it by their role (access.py).
+    # Nullable without default so that SQLite adds the column in place (see entries_digest).
+    team = models.ForeignKey("Team", null=True, blank=True, on_delete=models.PROTECT, related_name="sessions")
     # Persisted leaf (pi keeps it in memory only); null = the next append starts a new root.
     leaf_id = models.CharField(max_length=200, null=True, blank=True)
     # Listing fields, maintained by the services as entries arrive.
@@ -106,6 +111,8 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    scope = models.CharField(max_length=10, default="write")  # "read" (GET only) or "write"
+    expires_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.user})"
@@ -152,3 +159,53 @@ class Viewer(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id} on {self.session_id}"
+
+
+class Team(models.Model):
+    """A group of users sharing sessions; what each may do is their Membership role (access.py)."""
+
+    public_id = models.UUIDField(default=uuid4, unique=True, editable=False)
+    name = models.CharField(max_length=100)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+TEAM_ROLES = ("viewer", "reviewer", "editor", "admin")
+
+
+class Membership(models.Model):
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=[(r, r) for r in TEAM_ROLES])
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "user"], name="membership_unique_user"),
+            models.CheckConstraint(condition=models.Q(role__in=TEAM_ROLES), name="membership_role_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} in {self.team_id} as {self.role}"
+
+
+class ShareLink(models.Model):
+    """A read-only link to a session, or to one branch of it (entry_id: the path to that entry and
+    everything below it). Only a SHA-256 of the token is stored."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="share_links")
+    entry_id = models.CharField(max_length=200, null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="share_links")
+    prefix = models.CharField(max_length=12)
+    key_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_viewed_at = models.DateTimeField(null=True, blank=True)
+    views = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"share {self.prefix}… of {self.session_id}"

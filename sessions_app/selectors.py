@@ -7,33 +7,29 @@ from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
+from sessions_app import access, jsjson
 from sessions_app import context as ctx
-from sessions_app import jsjson
-from sessions_app.errors import EntryNotFound, SessionNotFound
-from sessions_app.models import Entry, Session
+from sessions_app.access import Capability
+from sessions_app.errors import EntryNotFound
+from sessions_app.models import Entry, Membership, Session
 from sessions_app.tree import Node
 
 
-def session_get_for_user(*, user: User | AnonymousUser, public_id: str) -> Session:
-    """The session if this user may see it; SessionNotFound otherwise (missing or not theirs alike)."""
-    if not user.is_authenticated:
-        raise SessionNotFound()
-    session = Session.objects.filter(public_id=public_id).first()
-    if session is None:
-        raise SessionNotFound()
-    if session.owner_id != user.pk:
-        raise SessionNotFound()
-    if session.deleting:
-        raise SessionNotFound()
-    return session
+def session_get_for_user(*, user: User | AnonymousUser, public_id: str, need: Capability = "read") -> Session:
+    """The session if this user may `need` it (access.py): SessionNotFound if missing or not theirs
+    to see, SessionForbidden if they may see it but not do that."""
+    return access.session_get_for_user(user=user, public_id=public_id, need=need)
 
 
 def session_list_for_user(*, user: User | AnonymousUser) -> QuerySet[Session]:
+    """The user's personal sessions and those of their teams."""
     if not user.is_authenticated:
         return Session.objects.none()
-    return Session.objects.filter(owner_id=user.pk, deleting=False).order_by("-modified_ms", "-id")
+    teams = Membership.objects.filter(user_id=user.pk).values("team_id")
+    mine = Q(owner_id=user.pk, team__isnull=True) | Q(team_id__in=teams)
+    return Session.objects.filter(mine, deleting=False).order_by("-modified_ms", "-id")
 
 
 def entry_get(*, session: Session, entry_id: str) -> Entry:
