@@ -16,7 +16,14 @@ from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    HttpResponseForbidden,
+    StreamingHttpResponse,
+)
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -25,9 +32,10 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseLocation
 from django_htmx.middleware import HtmxDetails
 
-from sessions_app import explorer, forms, jsjson, rendering, selectors, services
+from sessions_app import chat_views, explorer, forms, jsjson, rendering, selectors, services, teams
 from sessions_app import treeview as tv
-from sessions_app.errors import EntryNotFound, ImportRejected, SessionNotFound, SessionsError
+from sessions_app.access import Capability
+from sessions_app.errors import EntryNotFound, ImportRejected, SessionForbidden, SessionNotFound, SessionsError
 from sessions_app.models import Session
 
 P = ParamSpec("P")
@@ -45,20 +53,31 @@ def _request_user(request: HtmxHttpRequest) -> User:
     return request.user
 
 
-def session_view(func: Callable[Concatenate[HtmxHttpRequest, Session, P], HttpResponseBase]) -> View[...]:
-    """Load the session for its owner (404 otherwise) and map app errors to responses."""
+SessionFunc = Callable[Concatenate[HtmxHttpRequest, Session, P], HttpResponseBase]
+
+
+def session_view(func: SessionFunc[...], need: Capability = "read") -> View[...]:
+    """Load the session if the user may `need` it (404 if they cannot see it, 403 if they can but
+    may not do that: access.py) and map app errors to responses."""
 
     @functools.wraps(func)
     def wrapper(request: HtmxHttpRequest, public_id: str, *args: Any, **kwargs: Any) -> HttpResponseBase:
         try:
-            session = selectors.session_get_for_user(user=request.user, public_id=public_id)
+            session = selectors.session_get_for_user(user=request.user, public_id=public_id, need=need)
             return func(request, session, *args, **kwargs)
         except (SessionNotFound, EntryNotFound) as exc:
             raise Http404(exc.message) from None
+        except SessionForbidden as exc:
+            return HttpResponseForbidden(exc.message)
         except SessionsError as exc:
             return HttpResponseBadRequest(exc.message)
 
     return login_required(wrapper)
+
+
+def session_action(need: Capability) -> Callable[[SessionFunc[...]], View[...]]:
+    """session_view for a view that changes something: `@session_action("label")`."""
+    return lambda func: session_view(func, need)
 
 
 # --- session list and import -------------------------------------------------------------------
@@ -100,6 +119,13 @@ def _when(session: Session) -> dict[str, str]:
 @login_required
 def session_import(request: HtmxHttpRequest) -> HttpResponse:
     """Import one or more pi files; each file is accepted or rejected whole, errors with line numbers."""
+    team = request.POST.get("team", "")
+    try:
+        into = teams.team_for_import(user=_request_user(request), public_id=team) if team else None
+    except teams.TeamNotFound:
+        raise Http404("Team not found") from None
+    except SessionForbidden as exc:
+        return HttpResponseForbidden(exc.message)
     results = []
     for upload in request.FILES.getlist("files"):
         name = upload.name or "upload.jsonl"
@@ -110,6 +136,8 @@ def session_import(request: HtmxHttpRequest) -> HttpResponse:
         except SessionsError as exc:
             results.append({"name": name, "ok": False, "message": exc.message, "errors": []})
         else:
+            if into is not None and result.session.team_id is None:
+                teams.session_move_to_team(session=result.session, team=into, actor=_request_user(request))
             results.append(
                 {"name": name, "ok": True, "session": result.session, "added": result.added, "created": result.created}
             )
@@ -247,8 +275,7 @@ def _detail_context(request: HtmxHttpRequest, session: Session, params: dict[str
         focus=target_id,
         mode=params["mode"],
     )
-    shown = [rendering.shown_entry(e.raw, e.entry_id) for e in data.conversation]
-    shown = rendering.attach_results([s for s in shown if s.kind != "hidden"])
+    shown = _shown(data.conversation)
     return {
         "session": session,
         "leaf_id": leaf_id,
@@ -260,7 +287,10 @@ def _detail_context(request: HtmxHttpRequest, session: Session, params: dict[str
         "tree_items": pres.items(data.tree.items),
         "tree_roots": [pres.branch(b, 1) for b in data.tree.roots],
         "results": [pres.node(r.id) for r in data.tree.results],
-        "shown": _decorate(session, shown, data.siblings, data.labels, leaf_id, params["mode"]),
+        "shown": _decorate(
+            session, shown, data.siblings, data.labels, leaf_id, params["mode"], _leaf_path(session, leaf_id)
+        ),
+        "following": leaf_id == session.leaf_id,
         "more_above": data.conv_more_above,
         "first_id": data.conversation[0].entry_id if data.conversation else None,
         "more_below_url": page_url(session, leaf=leaf_id, target=data.conv_more_below, filter=params["mode"])
@@ -273,6 +303,33 @@ def _detail_context(request: HtmxHttpRequest, session: Session, params: dict[str
     }
 
 
+def _leaf_path(session: Session, view_leaf: str | None) -> set[str] | None:
+    """Entry ids on the session's leaf path; None when the viewer is reading that path anyway."""
+    if view_leaf == session.leaf_id or session.leaf_id is None:
+        return None
+    return {n.id for n in selectors.path_nodes(session=session, leaf_id=session.leaf_id)}
+
+
+def _shown(entries: Iterable[Any]) -> list[rendering.Shown]:
+    """Path entries for the conversation; user messages keep their plain text (for Edit)."""
+    out = []
+    for e in entries:
+        s = rendering.shown_entry(e.raw, e.entry_id)
+        if s.kind == "hidden":
+            continue
+        if s.kind == "user":
+            content = jsjson.loads(e.raw).get("message", {}).get("content")
+            s.data["text"] = (
+                content
+                if isinstance(content, str)
+                else "\n".join(
+                    b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"
+                )
+            )
+        out.append(s)
+    return rendering.attach_results(out)
+
+
 def _decorate(
     session: Session,
     shown: list[rendering.Shown],
@@ -280,6 +337,7 @@ def _decorate(
     labels: dict[str, str],
     leaf_id: str | None,
     mode: str,
+    leaf_path: set[str] | None = None,
 ) -> list[dict[str, Any]]:
     out = []
     for s in shown:
@@ -293,6 +351,7 @@ def _decorate(
                 "prev_url": page_url(session, target=sib.prev, filter=mode) if sib and sib.prev else None,
                 "next_url": page_url(session, target=sib.next, filter=mode) if sib and sib.next else None,
                 "current": s.id == session.leaf_id,
+                "off_path": leaf_path is not None and s.id not in leaf_path,
             }
         )
     return out
@@ -306,6 +365,7 @@ def session_detail(request: HtmxHttpRequest, session: Session) -> HttpResponse:
     if request.htmx and request.htmx.target in ("explorer", "tree-body", "conversation"):
         part = {"explorer": "explorer", "tree-body": "tree-body", "conversation": "conversation"}[request.htmx.target]
         return render(request, f"sessions_app/session_detail.html#{part}", context)
+    context.update(chat_views.composer_context(session, draft=context["draft"]))
     return render(request, "sessions_app/session_detail.html", context)
 
 
@@ -353,14 +413,14 @@ def conversation_earlier(request: HtmxHttpRequest, session: Session) -> HttpResp
     before = request.GET.get("before", "")
     explorer.entry_row(session, before)
     entries, more = explorer.earlier_entries(session, before)
-    shown = rendering.attach_results(
-        [s for s in (rendering.shown_entry(e.raw, e.entry_id) for e in entries) if s.kind != "hidden"]
-    )
+    shown = _shown(entries)
     leaf = request.GET.get("leaf") or None
     labels = explorer.session_labels(session)
     context = {
         "session": session,
-        "shown": _decorate(session, shown, explorer.siblings_for(session, entries), labels, leaf, "default"),
+        "shown": _decorate(
+            session, shown, explorer.siblings_for(session, entries), labels, leaf, "default", _leaf_path(session, leaf)
+        ),
         "more_above": more,
         "first_id": entries[0].entry_id if entries else None,
         "leaf_id": leaf,
@@ -410,7 +470,7 @@ def _entry_form(request: HtmxHttpRequest, session: Session, form_class: type[for
 
 
 @require_POST
-@session_view
+@session_action("branch")
 def entry_continue(request: HtmxHttpRequest, session: Session) -> HttpResponse:
     """pi's "continue from here": a user (or custom) message moves the leaf to its parent and puts
     its text in the composer; anything else becomes the leaf."""
@@ -429,7 +489,7 @@ def entry_continue(request: HtmxHttpRequest, session: Session) -> HttpResponse:
 
 
 @require_POST
-@session_view
+@session_action("label")
 def entry_label(request: HtmxHttpRequest, session: Session) -> HttpResponse:
     d = _entry_form(request, session, forms.LabelForm)
     explorer.entry_row(session, d["entry"])
@@ -441,7 +501,7 @@ def entry_label(request: HtmxHttpRequest, session: Session) -> HttpResponse:
 
 
 @require_POST
-@session_view
+@session_action("fork")
 def entry_fork(request: HtmxHttpRequest, session: Session) -> HttpResponse:
     """A new session with the path to this entry (from a user message: to its parent, text to the composer)."""
     d = _entry_form(request, session, forms.EntryForm)
@@ -457,7 +517,7 @@ def entry_fork(request: HtmxHttpRequest, session: Session) -> HttpResponse:
 
 
 @require_POST
-@session_view
+@session_action("chat")
 def entry_append(request: HtmxHttpRequest, session: Session) -> HttpResponse:
     """The composer: append the text as a user message at the session's leaf."""
     form = forms.ComposerForm(request.POST)
@@ -481,7 +541,7 @@ def _now_ms() -> int:
 
 
 @require_POST
-@session_view
+@session_action("manage")
 def session_rename(request: HtmxHttpRequest, session: Session) -> HttpResponse:
     form = forms.RenameForm(request.POST)
     if not form.is_valid():
@@ -491,7 +551,7 @@ def session_rename(request: HtmxHttpRequest, session: Session) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
-@session_view
+@session_action("delete")
 def session_delete(request: HtmxHttpRequest, session: Session) -> HttpResponse:
     if request.method == "POST":
         services.session_delete(session=session)

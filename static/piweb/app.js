@@ -173,8 +173,90 @@
   document.addEventListener("DOMContentLoaded", function () { focusPage(); setupImport(); });
   document.addEventListener("htmx:afterSettle", function (ev) {
     var el = ev.detail && ev.detail.elt;
-    if (el && (el.id === "explorer")) focusPage();
+    if (el && (el.id === "explorer")) {
+      focusPage();
+      if (el.hasAttribute("data-following")) notice(false);
+      var conv = document.getElementById("conversation");
+      if (live.scrollEnd && conv) conv.scrollTop = conv.scrollHeight;
+      live.scrollEnd = false;
+    }
+    if (el && el.id === "chat-composer") { var ta = document.getElementById("composer-text"); if (ta && ta.value) ta.focus(); }
     if (el && el.id === "tree-body") { var first = el.querySelector("li.node.focus") || null; if (first) select(first, false); }
+  });
+
+  // --- live chat ---------------------------------------------------------------------------------
+  // The socket (htmx ws extension on #chat) fills #session-live, #chat-streaming, #chat-presence and
+  // #chat-parent. The explorer shows the path the viewer chose: a viewer on the leaf path (or who just
+  // acted) follows the leaf; anyone else keeps their branch, gets a fresh tree and a "jump" notice.
+  var live = { follow: false, timer: null };
+  function chatDock() { return document.getElementById("chat"); }
+  function explorerEl() { return document.getElementById("explorer"); }
+  function notice(show) { var n = document.getElementById("chat-notice"); if (n) n.hidden = !show; }
+  function leafUrl(leaf) {
+    var dock = chatDock(), ex = explorerEl();
+    var q = new URLSearchParams();
+    if (leaf) { q.set("leaf", leaf); q.set("target", leaf); }
+    if (ex && ex.dataset.mode && ex.dataset.mode !== "default") q.set("filter", ex.dataset.mode);
+    var qs = q.toString();
+    return dock.dataset.url + (qs ? "?" + qs : "");
+  }
+  function loadLeaf(leaf) {
+    if (!window.htmx || !chatDock()) return;
+    var url = leafUrl(leaf);
+    notice(false);
+    live.scrollEnd = true;
+    htmx.ajax("GET", url, { target: "#explorer", swap: "outerHTML" }).then(function () {
+      history.replaceState(null, "", url);
+    });
+  }
+  function onLive() {
+    clearTimeout(live.timer);
+    live.timer = setTimeout(function () {
+      var state = document.getElementById("session-live"), ex = explorerEl();
+      if (!state || !ex) return;
+      var leaf = state.dataset.leaf || "", seq = state.dataset.seq || "";
+      if (seq === ex.dataset.seq && leaf === ex.dataset.sessionLeaf) return;
+      if (live.follow || ex.hasAttribute("data-following")) {
+        live.follow = false;
+        loadLeaf(leaf);
+        return;
+      }
+      ex.dataset.seq = seq;
+      var form = document.getElementById("tree-form");
+      if (form && window.htmx) htmx.trigger(form, "change");  // new branches show in the tree at once
+      if (leaf !== ex.dataset.sessionLeaf) notice(true);
+    }, 120);
+  }
+  document.addEventListener("htmx:wsAfterMessage", function () {
+    onLive();
+    var st = document.getElementById("chat-streaming");
+    if (st) st.scrollTop = st.scrollHeight;
+  });
+  document.addEventListener("htmx:beforeRequest", function (ev) {
+    var elt = ev.detail && ev.detail.elt;
+    if (elt && elt.closest && elt.closest("[data-chat-action]")) live.follow = true;
+  });
+  document.addEventListener("htmx:afterRequest", function (ev) {
+    var elt = ev.detail && ev.detail.elt;
+    var det = elt && elt.closest && elt.closest("details.chat-edit, details.chat-nav, details.chat-compact");
+    if (det && ev.detail.successful) det.open = false;
+  });
+  document.addEventListener("htmx:responseError", function (ev) {
+    var xhr = ev.detail && ev.detail.xhr;
+    toast((xhr && xhr.responseText ? xhr.responseText : "The request failed").slice(0, 200));
+  });
+  document.addEventListener("click", function (ev) {
+    var jump = ev.target.closest && ev.target.closest("#chat-notice [data-jump-leaf]");
+    if (!jump) return;
+    ev.preventDefault();
+    var state = document.getElementById("session-live");
+    loadLeaf(state ? state.dataset.leaf : "");
+  });
+  document.addEventListener("keydown", function (ev) {
+    if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey) && ev.target.id === "composer-text") {
+      ev.preventDefault();
+      ev.target.form.requestSubmit();
+    }
   });
 
   // --- import: drag and drop, several files, upload and import progress -----------------------
