@@ -87,6 +87,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "sessions_app.audit.request_context_middleware",  # request.id, X-Request-ID, audit context
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -192,6 +193,13 @@ PIWEB_COMPACTION_ENABLED = env_bool("PIWEB_COMPACTION_ENABLED", True)
 PIWEB_COMPACTION_RESERVE_TOKENS = env_int("PIWEB_COMPACTION_RESERVE_TOKENS", 16384)
 PIWEB_COMPACTION_KEEP_RECENT_TOKENS = env_int("PIWEB_COMPACTION_KEEP_RECENT_TOKENS", 20000)
 PIWEB_CHAT_SYSTEM_PROMPT = env_str("PIWEB_CHAT_SYSTEM_PROMPT", "You are a helpful assistant.")
+
+# Audit trail (sessions_app/audit.py) and sign-in limits (sessions_app/signin.py). With proxies in
+# front, PIWEB_TRUSTED_PROXY_COUNT says how many, so the client IP is read from X-Forwarded-For.
+# The failure counts live in the default cache: use a shared one with several server processes.
+PIWEB_TRUSTED_PROXY_COUNT = env_int("PIWEB_TRUSTED_PROXY_COUNT", 0)
+PIWEB_SIGNIN_MAX_FAILURES = env_int("PIWEB_SIGNIN_MAX_FAILURES", 5)
+PIWEB_SIGNIN_WINDOW_SECONDS = env_int("PIWEB_SIGNIN_WINDOW_SECONDS", 900)
 
 LOGGING = {
     "version": 1,

@@ -13,7 +13,8 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from sessions_app import jsjson
-from sessions_app.models import ApiToken, Entry, Session
+from sessions_app.models import ApiToken, AuditRecord, Entry, Session
+from sessions_app.signin import AdminSignInForm
 
 
 class ReadOnlyMixin:
@@ -120,3 +121,18 @@ class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
     list_display = ("prefix", "name", "user", "created_at", "last_used_at", "revoked_at")
     search_fields = ("prefix", "name", "user__username")
     readonly_fields = ("prefix", "key_hash", "created_at", "last_used_at")
+
+
+@admin.register(AuditRecord)
+class AuditRecordAdmin(ReadOnlyMixin, admin.ModelAdmin[AuditRecord]):
+    """The audit trail: browsable, never editable (the database refuses changes anyway)."""
+
+    list_display = ("seq", "at", "actor_username", "action", "obj_type", "obj_id", "ip", "request_id")
+    list_filter = ("action", "obj_type", ("at", admin.DateFieldListFilter))
+    search_fields = ("=actor_username", "=session_id", "=obj_id", "=request_id", "=ip", "action")
+    ordering = ("-seq",)
+    date_hierarchy = "at"
+    show_full_result_count = False
+
+
+admin.site.login_form = AdminSignInForm  # rate-limited, like the site's sign-in

@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.utils.http import content_disposition_header
 from ninja import Body, File, Form, Router, Status, UploadedFile
 
-from sessions_app import selectors, services
+from sessions_app import audit, selectors, services
 from sessions_app.errors import InvalidEntry
 from sessions_app.models import Session
 from sessions_app.schemas import (
@@ -97,6 +97,7 @@ def session_delete(request: HttpRequest, session_id: str) -> Status[None]:
 @router.get("/{session_id}/export.jsonl", url_name="session_export")
 def session_export(request: HttpRequest, session_id: str) -> StreamingHttpResponse:
     session = _session(request, session_id)
+    audit.audit_record(action="session.export", obj_type="session", obj_id=session.public_id, extra={"format": "jsonl"})
     response = StreamingHttpResponse(selectors.export_lines(session=session), content_type="application/x-ndjson")
     # RFC 6266 quoting: imported ids may hold non-ASCII or control characters.
     response["Content-Disposition"] = content_disposition_header(True, export_filename(session)) or "attachment"
@@ -111,7 +112,9 @@ def export_filename(session: Any) -> str:
 
 @router.get("/{session_id}/context", response=ContextOut, url_name="session_context")
 def session_context(request: HttpRequest, session_id: str, leaf: str | None = None) -> dict[str, Any]:
-    return selectors.session_context(session=_session(request, session_id), leaf_id=leaf)
+    session = _session(request, session_id)
+    audit.audit_record(action="session.context", obj_type="session", obj_id=session.public_id, extra={"leaf": leaf})
+    return selectors.session_context(session=session, leaf_id=leaf)
 
 
 @router.get("/{session_id}/tree", url_name="session_tree")

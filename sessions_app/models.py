@@ -209,3 +209,56 @@ class ShareLink(models.Model):
 
     def __str__(self) -> str:
         return f"share {self.prefix}… of {self.session_id}"
+
+
+class AuditRecord(models.Model):
+    """One audited action. Append-only (database triggers refuse UPDATE and DELETE) and hash-chained:
+    `hash` is an HMAC over the record's canonical content and the previous record's hash, so a
+    changed, removed or inserted record is found by `manage.py verify_audit` (sessions_app.audit)."""
+
+    seq = models.BigIntegerField(unique=True)  # dense from 1, global
+    at = models.DateTimeField()
+    # A snapshot: the username as it was, kept even if the user is renamed or removed.
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
+    )
+    actor_username = models.CharField(max_length=150, blank=True, default="")
+    action = models.CharField(max_length=64)
+    obj_type = models.CharField(max_length=32, blank=True, default="")
+    obj_id = models.CharField(max_length=200, blank=True, default="")
+    session_id = models.CharField(max_length=200, blank=True, default="")  # public id, for filtering
+    ip = models.CharField(max_length=45, blank=True, default="")  # normalized by audit.client_ip
+    request_id = models.CharField(max_length=64, blank=True, default="")
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    extra = models.JSONField(null=True, blank=True)
+    prev_hash = models.CharField(max_length=64)
+    hash = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["-seq"]
+        indexes = [
+            models.Index(fields=["action", "seq"], name="audit_action"),
+            models.Index(fields=["session_id", "seq"], name="audit_session"),
+            models.Index(fields=["actor_username", "seq"], name="audit_actor"),
+            models.Index(fields=["at"], name="audit_at"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.action} {self.obj_type} {self.obj_id}"
+
+
+class AuditHead(models.Model):
+    """The audit chain's head (one row): writers lock it, so the chain never forks, and it
+    remembers the last record, so removing records from the end is noticed too."""
+
+    seq = models.BigIntegerField(default=0)
+    hash = models.CharField(max_length=64, blank=True, default="")
+
+    def __str__(self) -> str:
+        return f"audit head #{self.seq}"

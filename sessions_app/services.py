@@ -21,7 +21,7 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from sessions_app import events, jsjson, piformat
+from sessions_app import audit, events, jsjson, piformat
 from sessions_app import selectors as sel
 from sessions_app.context import PathState, advance
 from sessions_app.errors import EntryNotFound, ImportRejected, InvalidEntry, SessionConflict, SessionNotFound
@@ -278,6 +278,7 @@ def session_create(*, owner: User, name: str | None = None, cwd: str = "") -> Se
         cwd=cwd,
         created=header["timestamp"],
     )
+    audit.audit_record(actor=owner, action="session.create", obj_type="session", obj_id=session.public_id)
     if name and name.strip():
         entry_append(session=session, payload={"type": "session_info", "name": name.strip()}, author=owner)
         session.refresh_from_db()
@@ -326,12 +327,14 @@ def entry_append(
         raw = jsjson.dumps(data, max_depth=settings.PIWEB_IMPORT_MAX_DEPTH)
     except jsjson.JSONDepthError:
         raise InvalidEntry(f"the entry nests deeper than {settings.PIWEB_IMPORT_MAX_DEPTH} levels") from None
+    trail = audit.entry_trail(session=locked, data=data)  # "before" values, read before the insert
     _insert(locked, [(data, raw, None)], author.pk if author is not None else None)
     prev_leaf = locked.leaf_id
     if move_leaf:
         locked.leaf_id = entry_id
     locked.save()
     _sync(session, locked)
+    audit.audit_record(actor=author, **trail)
     events.publish_on_commit(
         locked,
         events.entry_event(
@@ -353,8 +356,10 @@ def leaf_move(*, session: Session, entry_id: str | None) -> Session:
     locked = _locked(session)
     if entry_id is not None:
         sel.entry_get(session=locked, entry_id=entry_id)
+    before = locked.leaf_id
     locked.leaf_id = entry_id
     locked.save(update_fields=["leaf_id", "updated_at"])
+    audit.audit_record(action="leaf.move", obj_type="session", obj_id=locked.public_id, before=before, after=entry_id)
     _sync(session, locked)
     events.publish_on_commit(locked, events.leaf_event(locked))
     return session
@@ -431,6 +436,10 @@ def session_fork(*, session: Session, entry_id: str, owner: User) -> Session:
             _insert(fork, [(entry, jsjson.dumps(entry), None)], owner.pk)
             fork.leaf_id = entry["id"]
     fork.save()
+    audit.audit_record(
+        actor=owner, action="session.fork", obj_type="session", obj_id=fork.public_id,
+        extra={"from": session.public_id, "at": entry_id},
+    )  # fmt: skip
     return fork
 
 
@@ -487,6 +496,9 @@ def session_delete(*, session: Session) -> None:
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM sessions_app_entry WHERE session_id = %s", [session.pk])
     Session.objects.filter(pk=session.pk).delete()
+    audit.audit_record(
+        action="session.delete", obj_type="session", obj_id=session.public_id, extra={"name": session.name}
+    )
     events.publish_on_commit(session, events.changed_event(session, "deleted"))
 
 
@@ -609,6 +621,10 @@ def session_import(
             transaction.on_commit(_analyze_entries)
         if parsed.entries and not created:
             events.publish_on_commit(session, events.changed_event(session, "import"))
+        audit.audit_record(
+            actor=owner, action="session.import", obj_type="session", obj_id=session.public_id,
+            extra={"created": created, "added": len(parsed.entries), "source": source_path},
+        )  # fmt: skip
     return ImportResult(session, created, len(parsed.entries), parsed.problems, parsed.version)
 
 

@@ -32,7 +32,7 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseLocation
 from django_htmx.middleware import HtmxDetails
 
-from sessions_app import chat_views, explorer, forms, jsjson, rendering, selectors, services, teams
+from sessions_app import audit, chat_views, explorer, forms, jsjson, rendering, selectors, services, teams
 from sessions_app import treeview as tv
 from sessions_app.access import Capability
 from sessions_app.errors import EntryNotFound, ImportRejected, SessionForbidden, SessionNotFound, SessionsError
@@ -366,6 +366,7 @@ def session_detail(request: HtmxHttpRequest, session: Session) -> HttpResponse:
         part = {"explorer": "explorer", "tree-body": "tree-body", "conversation": "conversation"}[request.htmx.target]
         return render(request, f"sessions_app/session_detail.html#{part}", context)
     context.update(chat_views.composer_context(session, draft=context["draft"]))
+    audit.audit_record(action="session.open", obj_type="session", obj_id=session.public_id)
     return render(request, "sessions_app/session_detail.html", context)
 
 
@@ -563,6 +564,7 @@ def session_delete(request: HtmxHttpRequest, session: Session) -> HttpResponse:
 @require_GET
 @session_view
 def export_jsonl(request: HtmxHttpRequest, session: Session) -> StreamingHttpResponse:
+    audit.audit_record(action="session.export", obj_type="session", obj_id=session.public_id, extra={"format": "jsonl"})
     response = StreamingHttpResponse(selectors.export_lines(session=session), content_type="application/x-ndjson")
     response["Content-Disposition"] = f'attachment; filename="{_file_stem(session)}.jsonl"'
     return response
@@ -571,6 +573,7 @@ def export_jsonl(request: HtmxHttpRequest, session: Session) -> StreamingHttpRes
 @require_GET
 @session_view
 def export_page(request: HtmxHttpRequest, session: Session) -> HttpResponse:
+    audit.audit_record(action="session.export", obj_type="session", obj_id=session.public_id, extra={"format": "html"})
     response = HttpResponse(rendering.export_html(session), content_type="text/html; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="pi-session-{_file_stem(session)}.html"'
     return response

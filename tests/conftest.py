@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db.models.signals import post_migrate
 from django.test import Client
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,6 +41,29 @@ def _entries_can_be_flushed(request):
 
     with connection.cursor() as cursor:
         cursor.execute("UPDATE sessions_app_session SET deleting = %s", [True])
+    _audit_guards(connection, restore=False)  # flush empties the audit table too; restored after
+
+
+def _audit_guards(connection, *, restore: bool) -> None:
+    """Drop or re-create the audit table's append-only triggers (migration 0006)."""
+    import importlib
+
+    migration = importlib.import_module("sessions_app.migrations.0006_audit_trail")
+    statements = (migration.GUARDS if restore else migration.GUARDS_REVERSE).get(connection.vendor, [])
+    with connection.cursor() as cursor:
+        for sql in statements:
+            cursor.execute(sql)
+
+
+def _restore_audit_guards(sender, using="default", **kwargs) -> None:
+    # flush emits post_migrate when it is done: the triggers dropped above come back.
+    from django.db import connections
+
+    if getattr(sender, "name", "") == "sessions_app":
+        _audit_guards(connections[using], restore=True)
+
+
+post_migrate.connect(_restore_audit_guards, dispatch_uid="tests_restore_audit_guards")
 
 
 @pytest.fixture

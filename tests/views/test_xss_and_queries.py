@@ -67,7 +67,7 @@ def test_rejected_file_names_and_messages_are_escaped(htmx_client):
 
 # The session page also draws the chat composer (the model and thinking level at the leaf, read
 # through selectors.session_context) and, off the leaf path, which entries are on it: a fixed few more.
-CHAT_QUERIES = 3
+CHAT_QUERIES = 3 + 3  # + the session.open audit record (lock the chain head, insert, move the head)
 
 
 def test_the_session_page_has_bounded_queries_small(alice_client, tree, django_assert_max_num_queries):

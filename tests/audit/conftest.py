@@ -1,0 +1,57 @@
+"""Audit fixtures: a way past the append-only triggers (for tampering) and a fresh sign-in cache."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+from django.db import connection
+
+from sessions_app.audit import audit_record, audit_verify
+from sessions_app.models import AuditRecord
+
+
+@pytest.fixture(autouse=True)
+def _fresh_signin_counts():
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture
+def bypass_guards(db):
+    """Let raw SQL change the audit table inside this test's transaction (rolled back after):
+    SQLite drops the triggers (DDL is transactional there), PostgreSQL skips them as a replica."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("DROP TRIGGER sessions_app_auditrecord_no_update")
+            cursor.execute("DROP TRIGGER sessions_app_auditrecord_no_delete")
+        else:
+            cursor.execute("SET LOCAL session_replication_role = replica")
+    return connection
+
+
+def write_records(n: int, **fields: Any) -> None:
+    for i in range(n):
+        audit_record(
+            action=("entry.append", "leaf.move", "label.set", "session.open")[i % 4],
+            obj_type="session", obj_id=f"s-{i % 37}", before={"n": i} if i % 3 else None, after=f"v{i}",
+            extra={"i": i, "text": "ünïcode"} if i % 5 else None, **fields,
+        )  # fmt: skip
+
+
+def forged_hash(content: str) -> str:
+    return hmac.new(b"not-the-key", content.encode(), hashlib.sha256).hexdigest()
+
+
+def bad_seq() -> int:
+    finding = audit_verify().finding
+    assert finding is not None
+    return finding.seq
+
+
+def last_seq() -> int:
+    return AuditRecord.objects.order_by("-seq").values_list("seq", flat=True).first() or 0
