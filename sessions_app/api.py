@@ -10,7 +10,8 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.utils.http import content_disposition_header
 from ninja import Body, File, Form, Router, Status, UploadedFile
 
-from sessions_app import audit, selectors, services
+from sessions_app import audit, selectors, services, teams
+from sessions_app.access import Capability
 from sessions_app.errors import InvalidEntry
 from sessions_app.models import Session
 from sessions_app.schemas import (
@@ -30,8 +31,8 @@ from sessions_app.schemas import (
 router = Router(tags=["sessions"])
 
 
-def _session(request: HttpRequest, session_id: str) -> Session:
-    return selectors.session_get_for_user(user=request.user, public_id=session_id)
+def _session(request: HttpRequest, session_id: str, need: Capability = "read") -> Session:
+    return selectors.session_get_for_user(user=request.user, public_id=session_id, need=need)
 
 
 def _user(request: HttpRequest) -> User:
@@ -58,13 +59,18 @@ def session_create(request: HttpRequest, body: SessionIn | None = None) -> Statu
     response={201: ImportOut, 200: ImportOut, 400: ImportErrorOut, 409: ErrorOut},
     url_name="session_import",
 )
-def session_import(request: HttpRequest, file: File[UploadedFile], partial: Form[bool] = False) -> Status[ImportOut]:
+def session_import(
+    request: HttpRequest, file: File[UploadedFile], partial: Form[bool] = False, team: Form[str] = ""
+) -> Status[ImportOut]:
+    into = teams.team_for_import(user=_user(request), public_id=team) if team else None
     result = services.session_import(
         owner=_user(request),
         data=file.read(),
         source_path=file.name or "",
         partial=partial,
     )
+    if into is not None and result.session.team_id is None:
+        teams.session_move_to_team(session=result.session, team=into, actor=_user(request))
     out = ImportOut(
         id=result.session.public_id,
         created=result.created,
@@ -83,14 +89,14 @@ def session_detail(request: HttpRequest, session_id: str) -> SessionOut:
 
 @router.patch("/{session_id}", response=SessionOut, url_name="session_update")
 def session_update(request: HttpRequest, session_id: str, body: SessionPatch) -> SessionOut:
-    session = _session(request, session_id)
+    session = _session(request, session_id, "manage")
     services.session_rename(session=session, name=body.name, author=_user(request))
     return SessionOut.of(session)
 
 
 @router.delete("/{session_id}", response={204: None}, url_name="session_delete")
 def session_delete(request: HttpRequest, session_id: str) -> Status[None]:
-    services.session_delete(session=_session(request, session_id))
+    services.session_delete(session=_session(request, session_id, "delete"))
     return Status(204, None)
 
 
@@ -126,7 +132,7 @@ def session_tree(request: HttpRequest, session_id: str) -> HttpResponse:
 
 @router.post("/{session_id}/entries", response={201: EntryCreatedOut}, url_name="entry_create")
 def entry_create(request: HttpRequest, session_id: str, body: Body[dict[str, Any]]) -> Status[dict[str, str]]:
-    session = _session(request, session_id)
+    session = _session(request, session_id, "chat")
     if not isinstance(body.get("type"), str):
         raise InvalidEntry("field 'type' must be a string", field="type")
     payload = dict(body)
@@ -137,19 +143,20 @@ def entry_create(request: HttpRequest, session_id: str, body: Body[dict[str, Any
 
 @router.put("/{session_id}/leaf", response=SessionOut, url_name="session_leaf")
 def session_leaf(request: HttpRequest, session_id: str, body: LeafIn) -> SessionOut:
-    session = _session(request, session_id)
+    session = _session(request, session_id, "branch")
     services.leaf_move(session=session, entry_id=body.entryId)
     return SessionOut.of(session)
 
 
 @router.post("/{session_id}/labels", response={201: EntryCreatedOut}, url_name="session_label")
 def session_label(request: HttpRequest, session_id: str, body: LabelIn) -> Status[dict[str, str]]:
-    session = _session(request, session_id)
+    session = _session(request, session_id, "label")
     entry = services.label_set(session=session, target_id=body.targetId, label=body.label, author=_user(request))
     return Status(201, {"id": entry.entry_id})
 
 
 @router.post("/{session_id}/fork", response={201: SessionOut}, url_name="session_fork")
 def session_fork(request: HttpRequest, session_id: str, body: ForkIn) -> Status[SessionOut]:
-    fork = services.session_fork(session=_session(request, session_id), entry_id=body.entryId, owner=_user(request))
+    session = _session(request, session_id, "fork")
+    fork = services.session_fork(session=session, entry_id=body.entryId, owner=_user(request))
     return Status(201, SessionOut.of(fork))

@@ -210,8 +210,9 @@
     });
   }
   function onLive() {
-    clearTimeout(live.timer);
+    if (live.timer) return;  // one refresh per burst; stream deltas must not postpone it
     live.timer = setTimeout(function () {
+      live.timer = null;
       var state = document.getElementById("session-live"), ex = explorerEl();
       if (!state || !ex) return;
       var leaf = state.dataset.leaf || "", seq = state.dataset.seq || "";

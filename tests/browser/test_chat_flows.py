@@ -1,0 +1,281 @@
+"""The session page as a chat, in Chromium against a real daphne (websockets) on the test database:
+send and watch the demo model stream, stop a reply, edit and resend, regenerate, compact, switch
+branches with a summary; a second viewer sees the stream and the new entries live, and a viewer
+reading another branch is not pulled off it."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import connection
+from django.test import Client
+
+from sessions_app import jsjson, services
+from sessions_app.models import Entry, Session
+from tests.browser.conftest import shot
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT = 20_000  # ms, for waits on the stream (2 shared cores)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _child_env() -> dict[str, str]:
+    """The test database (file SQLite or PostgreSQL), this run's Redis if any, a visible demo stream."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIWEB_") and k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        env["PIWEB_SQLITE_PATH"] = str(db["NAME"])
+    else:
+        user = db.get("USER") or "postgres"
+        host, port = db.get("HOST") or "127.0.0.1", db.get("PORT") or 5432
+        env["PIWEB_DATABASE_URL"] = f"postgres://{user}@{host}:{port}/{db['NAME']}"
+    if os.environ.get("PIWEB_REDIS_URL"):
+        env["PIWEB_REDIS_URL"] = os.environ["PIWEB_REDIS_URL"]
+    env.update(
+        DJANGO_SETTINGS_MODULE="piweb.settings",
+        PIWEB_DEMO_DELAY="0.06",
+        PIWEB_JANITOR="0",
+        PIWEB_COMPACTION_KEEP_RECENT_TOKENS="40",
+        PIWEB_OPENAI_API_KEY="",
+        PIWEB_ANTHROPIC_API_KEY="",
+        PIWEB_LOG_LEVEL="WARNING",
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+@pytest.fixture(scope="module")
+def server(django_db_setup, django_db_blocker) -> Iterator[str]:
+    """daphne serving piweb (and /static/) on a free port; with Redis, a turn worker too."""
+    if os.environ.get("PIWEB_REDIS_URL"):
+        import redis
+
+        redis.Redis.from_url(os.environ["PIWEB_REDIS_URL"]).flushdb()
+    with django_db_blocker.unblock():
+        env = _child_env()
+    port = _free_port()
+    args = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "tests.browser.asgi_static:application"]
+    procs = [subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)]
+    if env.get("PIWEB_REDIS_URL"):
+        worker = [sys.executable, "manage.py", "turn_worker"]
+        procs.append(subprocess.Popen(worker, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, "daphne did not start"
+                assert procs[0].poll() is None, procs[0].stderr.read().decode() if procs[0].stderr else ""
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+            if p.stderr is not None:
+                p.stderr.close()
+
+
+@pytest.fixture
+def chat_login(browser, server, django_user_model):
+    """chat_login(theme) -> a page signed in as alice on the daphne server (a database session
+    cookie: the test settings hash passwords with MD5, which daphne's settings do not accept)."""
+    alice = django_user_model.objects.create_user("alice", password="alice-pw")
+    contexts = []
+
+    def make(theme: str = "light"):
+        client = Client()
+        client.force_login(alice)
+        ctx = browser.new_context(viewport={"width": 1400, "height": 900}, color_scheme=theme)
+        ctx.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": server}])
+        contexts.append(ctx)
+        page = ctx.new_page()
+        page.set_default_timeout(TIMEOUT)
+        page.on("dialog", lambda d: d.accept())
+        return page
+
+    yield make
+    for ctx in contexts:
+        ctx.close()
+
+
+@pytest.fixture(autouse=True)
+def _sessions_deleted_after(db):
+    yield
+    for leftover in Session.objects.all():
+        services.session_delete(session=leftover)
+
+
+def open_session(page, server: str, s: Session, query: str = "") -> None:
+    page.goto(f"{server}/sessions/{s.public_id}/{query}")
+    page.wait_for_selector("#chat-presence li")  # the socket is up and the snapshot arrived
+
+
+def last_entry(s: Session, **filters: Any) -> Entry:
+    entry = Entry.objects.filter(session=s, **filters).order_by("-seq").first()
+    assert entry is not None
+    return entry
+
+
+def message(entry: Entry) -> dict[str, Any]:
+    data: dict[str, Any] = jsjson.loads(entry.raw)["message"]
+    return data
+
+
+def test_send_stream_stop_and_a_second_viewer(chat_login, server):
+    owner = User.objects.get(username="alice")
+    s = services.session_create(owner=owner, name="Live chat")
+    a = chat_login("light")
+    b = chat_login("dark")
+    open_session(a, server, s)
+    open_session(b, server, s)
+    assert a.inner_text("#chat-presence") == "alice" == b.inner_text("#chat-presence")  # one name per user
+    shot(a, "chat-empty-light")
+
+    # Type a prompt: A and B both watch it stream, then both see the finished exchange.
+    a.fill("#composer-text", "Explain <b>streaming</b> & websockets")
+    a.click("#chat-composer [data-action=send]")
+    for page in (a, b):
+        page.wait_for_selector("#chat-streaming article.streaming .stream-block")
+    a.wait_for_function("document.querySelector('#chat-streaming .stream-block').textContent.length > 40")
+    shot(a, "chat-streaming-light")
+    shot(b, "chat-streaming-dark")
+    assert b.locator("#chat-streaming b").count() == 0  # the echoed prompt stays text
+    for page in (a, b):
+        page.wait_for_selector("#conversation .m-assistant:has-text('You said')")
+        page.wait_for_selector("#chat-streaming article", state="detached")
+    assert "Explain <b>streaming</b> & websockets" in b.inner_text("#conversation .m-user")
+    assert b.locator("#tree-body li.node.k-assistant").count() == 1
+    assert a.input_value("#composer-text") == ""
+    shot(a, "chat-answered-light")
+    shot(b, "chat-answered-dark")
+
+    # Stop one: the partial reply is kept and marked aborted.
+    a.fill("#composer-text", "Tell me a long story")
+    a.keyboard.press("Control+Enter")
+    b.wait_for_selector("#chat-streaming [data-action=stop]")
+    a.wait_for_function("document.querySelector('#chat-streaming .stream-block')?.textContent.length > 20")
+    a.click("#chat-streaming [data-action=stop]")
+    for page in (a, b):
+        page.wait_for_selector("#conversation .m-assistant .note:has-text('Aborted')")
+    reply = last_entry(s, type="message")
+    assert message(reply)["stopReason"] == "aborted"
+    assert 0 < len(message(reply)["content"][0]["text"]) < 200
+    assert a.locator("#conversation .m-assistant").count() == 2
+    shot(a, "chat-stopped-light")
+
+
+def test_edit_regenerate_compact_and_switch_branches(chat_login, server):
+    from tests.views.conftest import assistant, user
+
+    owner = User.objects.get(username="alice")
+    s = services.session_create(owner=owner, name="Branching chat")
+    ids: dict[str, str] = {}
+    for key, payload in (
+        ("u1", user("What is a session tree?", 1_767_600_000_000)),
+        ("a1", assistant("A tree of **entries**; the leaf is where you are.", 1_767_600_001_000)),
+        ("u2", user("How do branches happen?", 1_767_600_002_000)),
+        ("a2", assistant("By editing or regenerating.", 1_767_600_003_000)),
+    ):
+        ids[key] = services.entry_append(session=s, payload=payload, author=owner).entry_id
+    a = chat_login("light")
+    b = chat_login("dark")
+    open_session(a, server, s)
+
+    # Regenerate the last reply: a sibling streams in, the ‹ 2/2 › switcher and the tree show it.
+    a.locator(f"#e-{ids['a2']} [data-action=regenerate]").click()
+    a.wait_for_selector("#chat-streaming article.streaming")
+    a.wait_for_selector(f"#conversation .m-assistant:has-text('You said') .sib-pos:text-is('2/2')")
+    s.refresh_from_db()
+    regen = s.leaf_id
+    assert regen != ids["a2"] and Entry.objects.get(session=s, entry_id=regen).parent_id == ids["u2"]
+    assert a.locator(f"#tree-body [data-id='{ids['a2']}']").count() == 1
+    shot(a, "chat-regenerated-light")
+
+    # B reads the first reply's branch (off the leaf path): it is not pulled away by what A does.
+    open_session(b, server, s, f"?target={ids['a2']}")
+    assert b.locator(f"#e-{ids['a2']}").count() == 1
+    assert b.locator("#explorer[data-following]").count() == 0
+
+    # Edit and resend u2: a sibling user message and its reply; A follows, B gets the tree and a notice.
+    a.locator(f"#e-{ids['u2']} [data-action=edit]").click()
+    a.fill(f"#e-{ids['u2']} textarea[name=text]", "How do branches happen, briefly?")
+    shot(a, "chat-edit-light")
+    a.locator(f"#e-{ids['u2']} [data-action=resend]").click()
+    a.wait_for_selector("#conversation .m-user:has-text('briefly') .sib-pos:text-is('2/2')")
+    a.wait_for_selector("#conversation .m-assistant:has-text('briefly')")
+    edited = Entry.objects.get(session=s, parent_id=ids["a1"], raw__contains="briefly").entry_id
+    for page in (a, b):
+        page.wait_for_selector(f"#tree-body [data-id='{edited}']")
+    b.wait_for_selector("#chat-notice:not([hidden])")
+    assert b.locator(f"#e-{ids['a2']}").count() == 1 and "target=" in b.url  # still reading its branch
+    shot(a, "chat-edited-light")
+    shot(b, "chat-notice-dark")
+    b.click("#chat-notice [data-jump-leaf]")
+    b.wait_for_selector("#explorer[data-following]")
+    b.wait_for_selector("#conversation .m-assistant:has-text('briefly')")
+    assert b.locator("#chat-notice").is_hidden()
+
+    # Model and thinking level: entries at the leaf.
+    a.select_option("#chat-composer select[name=level]", "high")
+    a.wait_for_function(
+        "document.querySelector('#explorer').dataset.sessionLeaf === document.querySelector('#session-live').dataset.leaf"
+    )
+    for _ in range(50):
+        if Entry.objects.filter(session=s, type="thinking_level_change").exists():
+            break
+        time.sleep(0.1)
+    assert jsjson.loads(last_entry(s, type="thinking_level_change").raw)["thinkingLevel"] == "high"
+
+    # Compact with focus instructions: a compaction entry shows at the leaf for both viewers.
+    a.click("#chat [data-action=compact]")
+    a.fill("#compact-instructions", "keep the branching rules")
+    shot(a, "chat-compact-light")
+    a.click("#chat .chat-compact button.primary")
+    for page in (a, b):
+        page.wait_for_selector("#conversation .msg.m-compaction", timeout=40_000)
+    shot(b, "chat-compacted-dark")
+
+    # Switch back to the first reply's branch and summarize the branch being left.
+    a.goto(f"{server}/sessions/{s.public_id}/?target={ids['a2']}")
+    a.wait_for_selector("#chat-presence li")
+    a.locator(f"#e-{ids['a2']} [data-action=continue]").click()
+    assert a.locator(f"#e-{ids['a2']} [data-summarize]").is_checked()
+    a.fill(f"#e-{ids['a2']} input[name=instructions]", "what was decided")
+    shot(a, "chat-switch-light")
+    a.locator(f"#e-{ids['a2']} [data-action=go]").click()
+    a.wait_for_selector("#conversation .msg.m-branch_summary", timeout=40_000)
+    s.refresh_from_db()
+    summary = Entry.objects.get(session=s, entry_id=s.leaf_id)
+    assert summary.type == "branch_summary" and summary.parent_id == ids["a2"]
+    assert a.locator("#explorer[data-following]").count() == 1
+    shot(a, "chat-switched-light")
+
+    # Continue from a user message: its text goes to the chat composer and its parent is the leaf.
+    a.locator(f"#e-{ids['u2']} [data-action=continue]").click()
+    a.wait_for_function("document.getElementById('composer-text').value === 'How do branches happen?'")
+    a.wait_for_function(f"document.getElementById('chat-parent').value === '{ids['a1']}'")
+    s.refresh_from_db()
+    assert s.leaf_id == ids["a1"]
