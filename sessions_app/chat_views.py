@@ -21,6 +21,7 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
 from sessions_app import selectors, streaming, turns
+from sessions_app.access import Capability
 from sessions_app.errors import EntryNotFound, SessionNotFound, SessionsError
 from sessions_app.llm.registry import registry_from_settings
 from sessions_app.models import Session
@@ -28,13 +29,15 @@ from sessions_app.models import Session
 ChatView = Callable[[HttpRequest, Session, User], Awaitable[HttpResponse]]
 
 
-def chat_view(func: ChatView) -> Callable[..., Any]:
+def chat_view(func: ChatView, need: Capability = "chat") -> Callable[..., Any]:
+    """404 for a session the user cannot see, 403 without `need` (access.py; chat_view_needing)."""
+
     @functools.wraps(func)
     async def wrapper(request: HttpRequest, public_id: str) -> HttpResponse:
         user = await request.auser()
         assert isinstance(user, User)
         try:
-            session = await sync_to_async(selectors.session_get_for_user)(user=user, public_id=public_id)
+            session = await sync_to_async(selectors.session_get_for_user)(user=user, public_id=public_id, need=need)
             return await func(request, session, user)
         except (SessionNotFound, EntryNotFound, turns.TurnNotFound) as exc:
             raise Http404(exc.message) from None
@@ -42,6 +45,10 @@ def chat_view(func: ChatView) -> Callable[..., Any]:
             return HttpResponse(exc.message, status=exc.status, content_type="text/plain; charset=utf-8")
 
     return require_POST(login_required(wrapper))
+
+
+def chat_view_needing(need: Capability) -> Callable[[ChatView], Callable[..., Any]]:
+    return lambda func: chat_view(func, need)
 
 
 def _done(request: HttpRequest, session: Session) -> HttpResponse:
@@ -149,7 +156,7 @@ async def chat_compact(request: HttpRequest, session: Session, user: User) -> Ht
     return _done(request, session)
 
 
-@chat_view
+@chat_view_needing("branch")
 async def chat_navigate(request: HttpRequest, session: Session, user: User) -> HttpResponse:
     """entry (target), summarize (1 = summarize the branch being left), instructions (optional)."""
     result = await turns.navigate(

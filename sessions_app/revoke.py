@@ -20,8 +20,7 @@ from django.contrib.auth.models import User
 from django.contrib.sessions.models import Session as DjangoSession
 from django.db import transaction
 
-from sessions_app import access, events
-from sessions_app.auditing import audit
+from sessions_app import access, audit, events
 from sessions_app.models import Session
 
 log = logging.getLogger(__name__)
@@ -74,7 +73,7 @@ def user_deactivate(*, user: User, actor: User | None = None) -> None:
     User.objects.filter(pk=user.pk).update(is_active=False)
     user.is_active = False
     django_sessions_delete(user=user)
-    audit("user.deactivate", actor=actor, user=user.username)
+    audit.audit_record(action="user.deactivate", actor=actor, obj_type="user", obj_id=user.username)
     user_revoked_publish(user_id=user.pk)
 
 

@@ -9,11 +9,11 @@ sessions (revoke.user_revoked_publish).
 from __future__ import annotations
 
 from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from sessions_app import access, revoke
+from sessions_app import access, audit, revoke
 from sessions_app.access import Role
-from sessions_app.auditing import audit
 from sessions_app.errors import SessionConflict, SessionForbidden, SessionNotFound, SessionsError
 from sessions_app.models import TEAM_ROLES, Membership, Session, Team
 
@@ -30,11 +30,21 @@ class MemberError(SessionsError):
 
 
 def team_get_for_user(*, user: User, public_id: str) -> Team:
-    team = Team.objects.filter(public_id=public_id).first()
+    try:
+        team = Team.objects.filter(public_id=public_id).first()
+    except ValidationError:  # not a UUID
+        raise TeamNotFound() from None
     if team is None:
         raise TeamNotFound()
     if access.team_role(user, team.pk) is None:
         raise TeamNotFound()
+    return team
+
+
+def team_for_import(*, user: User, public_id: str) -> Team:
+    """The team to import into: TeamNotFound unless a member, SessionForbidden below editor."""
+    team = team_get_for_user(user=user, public_id=public_id)
+    access.team_require(user=user, team_id=team.pk, need="import")
     return team
 
 
@@ -51,7 +61,9 @@ def team_create(*, name: str, creator: User) -> Team:
         raise MemberError("A team needs a name", field="name")
     team = Team.objects.create(name=name[:100])
     Membership.objects.create(team=team, user=creator, role=Role.ADMIN)
-    audit("team.create", actor=creator, team=str(team.public_id))
+    audit.audit_record(
+        action="team.create", actor=creator, obj_type="team", obj_id=str(team.public_id), after={"name": team.name}
+    )
     return team
 
 
@@ -72,7 +84,8 @@ def member_invite(*, team: Team, username: str, role: str, actor: User) -> Membe
     membership, created = Membership.objects.get_or_create(team=team, user=user, defaults={"role": role})
     if not created:
         raise SessionConflict(f"{user.username} is already a member", field="username")
-    audit("team.member_add", actor=actor, team=str(team.public_id), user=user.username, role=role)
+    after = {"user": user.username, "role": role}
+    audit.audit_record(action="team.member_add", actor=actor, obj_type="team", obj_id=str(team.public_id), after=after)
     return membership
 
 
@@ -95,7 +108,14 @@ def member_role_set(*, team: Team, user: User, role: str, actor: User) -> Member
     previous = membership.role
     membership.role = role
     membership.save(update_fields=["role"])
-    audit("team.role_set", actor=actor, team=str(team.public_id), user=user.username, role=role, previous=previous)
+    audit.audit_record(
+        action="team.role_set",
+        actor=actor,
+        obj_type="team",
+        obj_id=str(team.public_id),
+        before={"user": user.username, "role": previous},
+        after={"user": user.username, "role": role},
+    )
     return membership
 
 
@@ -111,7 +131,10 @@ def member_remove(*, team: Team, user: User, actor: User) -> None:
     if membership.role == Role.ADMIN and _admins_left(team, without=user.pk) == 0:
         raise SessionConflict("A team needs at least one admin", field="username")
     membership.delete()
-    audit("team.member_remove", actor=actor, team=str(team.public_id), user=user.username)
+    before = {"user": user.username, "role": membership.role}
+    audit.audit_record(
+        action="team.member_remove", actor=actor, obj_type="team", obj_id=str(team.public_id), before=before
+    )
     revoke.user_revoked_publish(user_id=user.pk, team_id=team.pk)
 
 
@@ -125,9 +148,13 @@ def session_move_to_team(*, session: Session, team: Team, actor: User) -> Sessio
     if not access.can(role, "manage"):
         raise SessionForbidden(need="manage", role=str(role))
     access.team_require(user=actor, team_id=team.pk, need="import")
+    previous = session.team
     session.team = team
     session.save(update_fields=["team", "updated_at"])
-    audit("session.move_to_team", actor=actor, team=str(team.public_id), session=session.public_id)
+    before, after = {"team": str(previous.public_id) if previous else None}, {"team": str(team.public_id)}
+    audit.audit_record(
+        action="session.team_set", actor=actor, obj_type="session", obj_id=session.public_id, before=before, after=after
+    )
     if role != Role.OWNER:
         revoke.session_access_changed_publish(session=session)
     return session

@@ -1,0 +1,77 @@
+"""A world with two teams and a personal session, built with the real services.
+
+team "Core": viewer, reviewer, editor and admin (one user per role); its session `team_session`.
+team "Other": other_admin, with `other_session`. `owner` (in no team) owns `personal_session`.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from sessions_app import services, teams
+from sessions_app.models import Session, Team
+from tests.views.conftest import assistant, user
+
+ROLES = ("viewer", "reviewer", "editor", "admin")
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 16).decode()
+
+
+@dataclass
+class World:
+    users: dict[str, User]
+    core: Team
+    other: Team
+    sessions: dict[str, Session]  # "team", "other", "personal"
+    ids: dict[str, dict[str, str]] = field(default_factory=dict)  # per session: key -> entry id
+
+    def client(self, name: str | None, **headers: str) -> Client:
+        client = Client(headers=headers)
+        if name is not None:
+            client.force_login(self.users[name])
+        return client
+
+
+def build_session(owner: User, name: str) -> tuple[Session, dict[str, str]]:
+    """model change, u1 (text and an image), a1, u2, a2 (leaf)."""
+    s = services.session_create(owner=owner, name=name, cwd="/work")
+    ids: dict[str, str] = {}
+
+    def add(key: str, payload: dict[str, Any]) -> None:
+        ids[key] = services.entry_append(session=s, payload=payload, author=owner).entry_id
+
+    add("model", {"type": "model_change", "provider": "anthropic", "modelId": "claude-sonnet-4-5"})
+    image = {"type": "image", "data": PNG, "mimeType": "image/png"}
+    content = [{"type": "text", "text": "see"}, image]
+    add("u1", {"type": "message", "message": {"role": "user", "content": content, "timestamp": 1_767_600_000_000}})
+    add("a1", assistant("first answer", 1_767_600_001_000))
+    add("u2", user("second question", 1_767_600_002_000))
+    add("a2", assistant("second answer", 1_767_600_003_000))
+    s.refresh_from_db()
+    return s, ids
+
+
+def make_world(django_user_model: type[User]) -> World:
+    names = (*ROLES, "owner", "other_admin")
+    users = {name: django_user_model.objects.create_user(name, password=f"{name}-pw") for name in names}
+    core = teams.team_create(name="Core", creator=users["admin"])
+    for role in ROLES[:3]:
+        teams.member_invite(team=core, username=role, role=role, actor=users["admin"])
+    other = teams.team_create(name="Other", creator=users["other_admin"])
+    sessions: dict[str, Session] = {}
+    ids: dict[str, dict[str, str]] = {}
+    for key, owner, team in (("team", "admin", core), ("other", "other_admin", other), ("personal", "owner", None)):
+        sessions[key], ids[key] = build_session(users[owner], f"{key} session")
+        if team is not None:
+            teams.session_move_to_team(session=sessions[key], team=team, actor=users[owner])
+    return World(users=users, core=core, other=other, sessions=sessions, ids=ids)
+
+
+@pytest.fixture
+def world(django_user_model) -> World:
+    return make_world(django_user_model)
