@@ -623,7 +623,7 @@ def session_import(
             events.publish_on_commit(session, events.changed_event(session, "import"))
         audit.audit_record(
             actor=owner, action="session.import", obj_type="session", obj_id=session.public_id,
-            extra={"created": created, "added": len(parsed.entries), "source": source_path},
+            extra={"created": created, "bytes": len(data), "source": source_path},
         )  # fmt: skip
     return ImportResult(session, created, len(parsed.entries), parsed.problems, parsed.version)
 
