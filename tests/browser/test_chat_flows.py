@@ -204,14 +204,14 @@ def test_edit_regenerate_compact_and_switch_branches(chat_login, server):
     b = chat_login("dark")
     open_session(a, server, s)
 
-    # Regenerate the last reply: a sibling streams in, the ‹ 2/2 › switcher and the tree show it.
+    # Regenerate the last reply: a sibling streams in, the 2/2 switcher and the tree show it.
     a.locator(f"#e-{ids['a2']} [data-action=regenerate]").click()
     a.wait_for_selector("#chat-streaming article.streaming")
-    a.wait_for_selector(f"#conversation .m-assistant:has-text('You said') .sib-pos:text-is('2/2')")
+    a.wait_for_selector("#conversation .m-assistant:has-text('You said') .sib-pos:text-is('2/2')")
     s.refresh_from_db()
     regen = s.leaf_id
     assert regen != ids["a2"] and Entry.objects.get(session=s, entry_id=regen).parent_id == ids["u2"]
-    assert a.locator(f"#tree-body [data-id='{ids['a2']}']").count() == 1
+    assert a.locator(f"#tree-body [data-id='{ids['a2']}']").count() >= 1
     shot(a, "chat-regenerated-light")
 
     # B reads the first reply's branch (off the leaf path): it is not pulled away by what A does.
@@ -241,7 +241,7 @@ def test_edit_regenerate_compact_and_switch_branches(chat_login, server):
     # Model and thinking level: entries at the leaf.
     a.select_option("#chat-composer select[name=level]", "high")
     a.wait_for_function(
-        "document.querySelector('#explorer').dataset.sessionLeaf === document.querySelector('#session-live').dataset.leaf"
+        "document.getElementById('explorer').dataset.seq === document.getElementById('session-live').dataset.seq"
     )
     for _ in range(50):
         if Entry.objects.filter(session=s, type="thinking_level_change").exists():
