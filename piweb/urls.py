@@ -14,4 +14,5 @@ urlpatterns = [
     path("audit/", include("sessions_app.audit_urls")),
     path("", include("sessions_app.urls")),
     path("", include("sessions_app.chat_urls")),
+    path("", include("sessions_app.settings_urls")),
 ]

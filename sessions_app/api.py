@@ -7,10 +7,11 @@ from typing import Any
 import orjson
 from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.urls import reverse
 from django.utils.http import content_disposition_header
 from ninja import Body, File, Form, Router, Status, UploadedFile
 
-from sessions_app import audit, selectors, services, teams
+from sessions_app import audit, selectors, services, shares, teams
 from sessions_app.access import Capability
 from sessions_app.errors import InvalidEntry
 from sessions_app.models import Session
@@ -26,6 +27,8 @@ from sessions_app.schemas import (
     SessionIn,
     SessionOut,
     SessionPatch,
+    ShareIn,
+    ShareOut,
 )
 
 router = Router(tags=["sessions"])
@@ -160,3 +163,13 @@ def session_fork(request: HttpRequest, session_id: str, body: ForkIn) -> Status[
     session = _session(request, session_id, "fork")
     fork = services.session_fork(session=session, entry_id=body.entryId, owner=_user(request))
     return Status(201, SessionOut.of(fork))
+
+
+@router.post("/{session_id}/shares", response={201: ShareOut}, url_name="share_create")
+def share_create(request: HttpRequest, session_id: str, body: ShareIn) -> Status[ShareOut]:
+    session = _session(request, session_id, "share")
+    share, token = shares.share_create(
+        session=session, user=_user(request), entry_id=body.entryId, expires_days=body.expiresDays
+    )
+    url = request.build_absolute_uri(reverse("settings:shared", args=[token]))
+    return Status(201, ShareOut(url=url, entryId=share.entry_id, expiresAt=share.expires_at))

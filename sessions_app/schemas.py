@@ -91,3 +91,14 @@ class LabelIn(Schema):
 
 class ForkIn(Schema):
     entryId: str
+
+
+class ShareIn(Schema):
+    entryId: str | None = None  # None: the whole session; else that branch
+    expiresDays: int | None = None
+
+
+class ShareOut(Schema):
+    url: str  # shown once: only a hash of the token is stored
+    entryId: str | None
+    expiresAt: datetime | None

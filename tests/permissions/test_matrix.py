@@ -195,10 +195,10 @@ def _shape(path: str) -> str:
 
 def test_the_table_covers_every_ui_route():
     """A new session page or command must get a row in ENDPOINTS (and so a capability)."""
-    from sessions_app import chat_urls, urls
+    from sessions_app import chat_urls, settings_urls, urls
 
     rows = {_shape(ep.path) for ep in ENDPOINTS}
-    for pattern in [*urls.urlpatterns, *chat_urls.urlpatterns]:
+    for pattern in [*urls.urlpatterns, *chat_urls.urlpatterns, *settings_urls.urlpatterns]:
         route = "/" + str(pattern.pattern)
         if "<str:public_id>" in route:
             assert _shape(route) in rows, f"{route} has no row in ENDPOINTS"

@@ -14,6 +14,8 @@ class Command(BaseCommand):
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("username")
         parser.add_argument("--name", default="")
+        parser.add_argument("--scope", choices=["read", "write"], default="write", help="read: GET only")
+        parser.add_argument("--expires-days", type=int, default=None, help="days until it stops working")
 
     def handle(self, *args: Any, **options: Any) -> None:
         User = get_user_model()
@@ -21,5 +23,9 @@ class Command(BaseCommand):
             user = User.objects.get(username=options["username"])
         except User.DoesNotExist:
             raise CommandError(f"no user named {options['username']!r}") from None
-        _, token = api_token_create(user=user, name=options["name"])
+        if options["expires_days"] is not None and options["expires_days"] < 1:
+            raise CommandError("--expires-days must be at least 1")
+        _, token = api_token_create(
+            user=user, name=options["name"], scope=options["scope"], expires_days=options["expires_days"]
+        )
         self.stdout.write(token)
