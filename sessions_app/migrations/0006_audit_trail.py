@@ -21,7 +21,7 @@ SQLITE_REVERSE = [
 POSTGRES = [
     """CREATE OR REPLACE FUNCTION sessions_app_auditrecord_guard() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
-        RAISE EXCEPTION 'piweb: audit records are append-only (% refused)', TG_OP;
+        RAISE EXCEPTION USING MESSAGE = 'piweb: audit records are append-only (' || TG_OP || ' refused)';
     END $$""",
     """CREATE OR REPLACE TRIGGER sessions_app_auditrecord_guard BEFORE UPDATE OR DELETE ON sessions_app_auditrecord
     FOR EACH ROW EXECUTE FUNCTION sessions_app_auditrecord_guard()""",
