@@ -38,9 +38,10 @@ class World:
 
 
 def build_session(owner: User, name: str) -> tuple[Session, dict[str, str]]:
-    """model change, u1 (text and an image), a1, u2, a2 (leaf)."""
+    """session_info (the name), model change, u1 (text and an image), a1, u2, a2 (leaf)."""
     s = services.session_create(owner=owner, name=name, cwd="/work")
-    ids: dict[str, str] = {}
+    s.refresh_from_db()
+    ids: dict[str, str] = {"info": s.leaf_id} if s.leaf_id else {}  # the session_info the name made
 
     def add(key: str, payload: dict[str, Any]) -> None:
         ids[key] = services.entry_append(session=s, payload=payload, author=owner).entry_id

@@ -165,6 +165,7 @@ def _no_turns_run(monkeypatch, settings):
         raise SessionsError("Nothing to compact (session too small)")
 
     monkeypatch.setattr(streaming, "dispatch", dispatch)
+
     async def navigate(**kwargs: Any) -> Any:
         return SimpleNamespace(editor_text="")
 
