@@ -203,3 +203,18 @@ def test_team_create_page(world):
     assert response.status_code == 302
     team = teams.team_list_for_user(user=world.users["owner"])[0]
     assert (team[0].name, team[1]) == ("Fresh", Role.ADMIN)
+
+
+def test_deactivate_command(world):
+    from io import StringIO
+
+    from django.contrib.sessions.models import Session as DjangoSession
+    from django.core.management import call_command
+
+    world.client("owner")
+    assert DjangoSession.objects.count() == 1
+    call_command("deactivate_user", "owner", stdout=StringIO())
+    assert DjangoSession.objects.count() == 0
+    world.users["owner"].refresh_from_db()
+    assert not world.users["owner"].is_active
+    assert AuditRecord.objects.filter(action="user.deactivate").count() == 1
