@@ -209,6 +209,13 @@
       history.replaceState(null, "", url);
     });
   }
+  function refreshComposer() {
+    // The model and thinking pickers show the context at the leaf, which another viewer may have
+    // changed; redraw an idle composer (never one holding a draft or the focus).
+    var form = document.getElementById("chat-composer"), ta = document.getElementById("composer-text");
+    if (!form || !ta || ta.value || form.contains(document.activeElement) || !window.htmx) return;
+    htmx.ajax("GET", chatDock().dataset.url, { target: "#chat-composer", select: "#chat-composer", swap: "outerHTML" });
+  }
   function onLive() {
     if (live.timer) return;  // one refresh per burst; stream deltas must not postpone it
     live.timer = setTimeout(function () {
@@ -217,6 +224,7 @@
       if (!state || !ex) return;
       var leaf = state.dataset.leaf || "", seq = state.dataset.seq || "";
       if (seq === ex.dataset.seq && leaf === ex.dataset.sessionLeaf) return;
+      if (!live.follow) refreshComposer();  // an action of ours brings its own composer
       if (live.follow || ex.hasAttribute("data-following")) {
         live.follow = false;
         loadLeaf(leaf);
@@ -232,6 +240,11 @@
     onLive();
     var st = document.getElementById("chat-streaming");
     if (st) st.scrollTop = st.scrollHeight;
+  });
+  document.addEventListener("htmx:beforeSwap", function (ev) {
+    // A background composer redraw never replaces text that arrived meanwhile (continue, typing).
+    var d = ev.detail, ta = document.getElementById("composer-text");
+    if (d && d.requestConfig && d.requestConfig.verb === "get" && d.target && d.target.id === "chat-composer" && ta && ta.value) d.shouldSwap = false;
   });
   document.addEventListener("htmx:beforeRequest", function (ev) {
     var elt = ev.detail && ev.detail.elt;

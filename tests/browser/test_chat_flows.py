@@ -248,6 +248,7 @@ def test_edit_regenerate_compact_and_switch_branches(chat_login, server):
             break
         time.sleep(0.1)
     assert jsjson.loads(last_entry(s, type="thinking_level_change").raw)["thinkingLevel"] == "high"
+    b.wait_for_function("document.querySelector('#chat-composer select[name=level]').value === 'high'")
 
     # Compact with focus instructions: a compaction entry shows at the leaf for both viewers.
     a.click("#chat [data-action=compact]")
