@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Literal
 
 from django.contrib.auth.models import AnonymousUser, User
+from django.db.models import OuterRef, QuerySet, Subquery
 
 from sessions_app.errors import SessionForbidden, SessionNotFound
 from sessions_app.models import Membership, Session
@@ -58,6 +59,24 @@ def team_role(user: User | AnonymousUser, team_id: int) -> Role | None:
     return Role(role)
 
 
+_ROLE_FOR = "_member_role_for"  # (user pk, team id) the member_role annotation was computed for
+
+
+def _with_member_role(sessions: QuerySet[Session], user_id: int) -> QuerySet[Session]:
+    """Each session with the user's role in its team (member_role), in the same query: one round
+    trip instead of two on the hot path."""
+    role = Membership.objects.filter(team_id=OuterRef("team_id"), user_id=user_id).values("role")[:1]
+    return sessions.annotate(member_role=Subquery(role))
+
+
+def _member_role(user: User | AnonymousUser, session: Session) -> Role | None:
+    if getattr(session, _ROLE_FOR, None) == (user.pk, session.team_id):
+        role = getattr(session, "member_role", None)
+        return Role(role) if role else None
+    assert session.team_id is not None
+    return team_role(user, session.team_id)
+
+
 def session_access(user: User | AnonymousUser, session: Session) -> Role | None:
     """The role through which user reaches session, or None if they may not see it at all."""
     if not user.is_authenticated:
@@ -67,7 +86,7 @@ def session_access(user: User | AnonymousUser, session: Session) -> Role | None:
     if session.deleting:
         return None
     if session.team_id is not None:
-        return team_role(user, session.team_id)
+        return _member_role(user, session)
     if session.owner_id != user.pk:
         return None
     return Role.OWNER
@@ -78,9 +97,10 @@ def session_get_for_user(*, user: User | AnonymousUser, public_id: str, need: Ca
     SessionForbidden if they can see it but not do that."""
     if not user.is_authenticated:
         raise SessionNotFound()
-    session = Session.objects.filter(public_id=public_id).first()
+    session = _with_member_role(Session.objects.filter(public_id=public_id), user.pk).first()
     if session is None:
         raise SessionNotFound()
+    setattr(session, _ROLE_FOR, (user.pk, session.team_id))  # member_role is this user's, in this team
     role = session_access(user, session)
     if role is None:
         raise SessionNotFound()

@@ -197,12 +197,16 @@ def _shape(path: str) -> str:
 def test_the_table_covers_every_ui_route():
     """A new session page or command must get a row in ENDPOINTS (and so a capability)."""
     from sessions_app import chat_urls, settings_urls, urls
+    from tests.permissions.test_teams import TEAM_ROUTES
 
     rows = {_shape(ep.path) for ep in ENDPOINTS}
+    team_rows = {_shape(r[2]) for r in TEAM_ROUTES}
     for pattern in [*urls.urlpatterns, *chat_urls.urlpatterns, *settings_urls.urlpatterns]:
         route = "/" + str(pattern.pattern)
-        if "<str:public_id>" in route:
+        if route.startswith("/sessions/<str:public_id>"):
             assert _shape(route) in rows, f"{route} has no row in ENDPOINTS"
+        elif route.startswith("/teams/<str:public_id>"):
+            assert _shape(route) in team_rows, f"{route} has no row in test_teams.TEAM_ROUTES"
 
 
 def test_the_table_covers_every_api_operation():

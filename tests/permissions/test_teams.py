@@ -142,7 +142,7 @@ TEAM_ROUTES = [
     # (name, method, path, data, need, ok)
     ("detail", "get", "/teams/{team}/", None, "read", 200),
     ("invite", "post", "/teams/{team}/members/", {"username": "owner", "role": "viewer"}, "manage", 302),
-    ("role", "post", "/teams/{team}/members/viewer/role/", {"role": "reviewer"}, "manage", 302),
+    ("role", "post", "/teams/{team}/members/{target}/role/", {"role": "reviewer"}, "manage", 302),
     ("remove", "post", "/teams/{team}/members/{victim}/remove/", {}, "manage", 302),
     ("move", "post", "/teams/{team}/sessions/", {"session": "{mine}"}, "import", 302),
 ]
@@ -160,7 +160,7 @@ def test_team_routes(world, route, who, scope):
     team = world.core if scope == "core" else world.other
     mine, _ = build_session(world.users[who], "mine")
     victim = "viewer" if who == "reviewer" else "reviewer"  # leaving the team oneself is allowed
-    values = {"team": team.public_id, "mine": mine.public_id, "victim": victim}
+    values = {"team": team.public_id, "mine": mine.public_id, "victim": victim, "target": "viewer"}
     data = {k: v.format(**values) for k, v in (data or {}).items()}
     before = team_state()
     response = getattr(world.client(who), method)(path.format(**values), data)
@@ -178,7 +178,7 @@ def test_team_routes(world, route, who, scope):
 def test_team_routes_anonymous(world, route):
     _name, method, path, data, _need, _ok = route
     response = getattr(world.client(None), method)(
-        path.format(team=world.core.public_id, mine="x", victim="viewer"), data or {}
+        path.format(team=world.core.public_id, mine="x", victim="viewer", target="viewer"), data or {}
     )
     assert response.status_code == 302
     assert response["Location"].startswith("/accounts/login/")
