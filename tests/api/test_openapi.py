@@ -18,6 +18,7 @@ ROUTES = {
     "/api/sessions/{session_id}/leaf": {"put"},
     "/api/sessions/{session_id}/labels": {"post"},
     "/api/sessions/{session_id}/fork": {"post"},
+    "/api/sessions/{session_id}/shares": {"post"},
 }
 
 

@@ -32,7 +32,7 @@ def sign_in(browser, live_server, username: str, password: str):
 def status(page, url: str) -> int:
     response = page.goto(url)
     assert response is not None
-    return response.status
+    return int(response.status)
 
 
 def test_invite_change_role_remove(login, browser, live_server, django_user_model):
@@ -88,7 +88,7 @@ def _share(page, live_server, session_id: str, entry: str | None, **extra: str) 
     )
     assert response.status == 200, response.text()
     html = response.text()
-    return html.split('id="share-url" class="mono" href="')[1].split('"')[0]
+    return str(html.split('id="share-url" class="mono" href="')[1].split('"')[0])
 
 
 def test_branch_share_link(login, browser, live_server):

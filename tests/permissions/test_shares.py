@@ -40,11 +40,9 @@ def make(world: World, who: str = "reviewer", entry: str | None = None, **data: 
     body = {"entry": world.ids["team"][entry] if entry else "", **data}
     response = world.client(who).post(f"/sessions/{sid}/share/", body)
     assert response.status_code == 200, response.content
-    return (
-        re.search(r'id="share-url"[^>]*href="([^"]+)"', response.content.decode())
-        .group(1)
-        .replace("http://testserver", "")
-    )
+    found = re.search(r'id="share-url"[^>]*href="([^"]+)"', response.content.decode())
+    assert found is not None
+    return found.group(1).replace("http://testserver", "")
 
 
 def shown_ids(html: str) -> set[str]:

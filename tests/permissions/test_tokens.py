@@ -80,7 +80,9 @@ def test_settings_page_creates_once_lists_and_revokes(world):
     response = client.post("/settings/tokens/new/", {"name": "laptop", "scope": "read", "expires_days": "30"})
     assert response.status_code == 200
     html = response.content.decode()
-    token = re.search(r'<code id="new-token"[^>]*>([^<]+)</code>', html).group(1)
+    found = re.search(r'<code id="new-token"[^>]*>([^<]+)</code>', html)
+    assert found is not None
+    token = found.group(1)
     assert "<html" not in html
     record = ApiToken.objects.get(user=world.users["owner"])
     assert (record.name, record.scope, record.expires_at is not None) == ("laptop", "read", True)
@@ -112,6 +114,7 @@ def test_command_scope_and_expiry(world):
     token = out.getvalue().strip()
     record = ApiToken.objects.get(user=world.users["owner"])
     assert record.scope == "read"
+    assert record.expires_at is not None
     assert timedelta(days=6) < record.expires_at - timezone.now() <= timedelta(days=7)
     assert bearer(token).get("/api/sessions").status_code == 200
     assert bearer(token).post("/api/sessions", {}, content_type="application/json").status_code == 403

@@ -54,7 +54,7 @@ async def closed(comm: WebsocketCommunicator, timeout: float = 3) -> bool:
     return False
 
 
-WS_CASES = [(who, scope) for who in ROLES for scope in ("team", "other", "personal")]
+WS_CASES: list[tuple[str | None, str]] = [(who, scope) for who in ROLES for scope in ("team", "other", "personal")]
 WS_CASES += [("owner", "personal"), (None, "team")]
 
 
