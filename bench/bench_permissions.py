@@ -91,7 +91,6 @@ def main() -> None:
         s = services.session_create(owner=owner, name="bench")
         Session.objects.filter(pk=s.pk).update(public_id=public_id)
         s.refresh_from_db()
-        parent = None
         for i in range(100):
             for role in ("user", "assistant"):
                 msg = {
@@ -101,10 +100,7 @@ def main() -> None:
                 }
                 if role == "assistant":
                     msg.update(provider="anthropic", model="m", api="anthropic-messages", stopReason="stop")
-                kw = {"parent_id": parent} if parent else {}
-                parent = services.entry_append(
-                    session=s, payload={"type": "message", "message": msg}, author=owner, **kw
-                ).entry_id
+                services.entry_append(session=s, payload={"type": "message", "message": msg}, author=owner)
         return s
 
     personal = session("bench-perm-personal", member)
