@@ -22,11 +22,14 @@ from sessions_app import selectors as sel
 from sessions_app import treeview as tv
 from sessions_app.errors import EntryNotFound
 from sessions_app.models import Entry, Session
+from sessions_app.tree import TEXTLESS_PREFIX
 
 T = "sessions_app_entry"
-# pi's /tree hides assistant messages without text; their row text (tree.row_text) shows which.
+# pi's /tree hides assistant messages without text; their row text (tree.row_text) starts with
+# TEXTLESS_PREFIX, which a reply with text never does.
+assert "'" not in TEXTLESS_PREFIX and "%" not in TEXTLESS_PREFIX  # inlined as an SQL literal
 _EMPTY = (
-    "CASE WHEN e.role = 'assistant' AND (e.preview LIKE 'assistant: [%%' OR e.preview = 'assistant: (no content)')"
+    f"CASE WHEN e.role = 'assistant' AND substr(e.preview, 1, {len(TEXTLESS_PREFIX)}) = '{TEXTLESS_PREFIX}'"
     " THEN 1 ELSE 0 END"
 )
 _COLS = f"e.entry_id, e.parent_id, e.ts_ms, e.type, e.role, {_EMPTY}, e.depth, e.preview"
@@ -285,7 +288,7 @@ def search_panel(
 
 
 def _empty(role: str | None, preview: str) -> bool:
-    return role == "assistant" and (preview.startswith("assistant: [") or preview == "assistant: (no content)")
+    return role == "assistant" and preview.startswith(TEXTLESS_PREFIX)
 
 
 def gap_panel(

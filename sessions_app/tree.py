@@ -259,6 +259,11 @@ def _text_head(content: object, limit: int = 400) -> str:
     return " ".join(parts)
 
 
+# The row text of an assistant message pi's /tree hides (no text, stopped normally); a reply with
+# text always reads "assistant: " + its text, so the prefix tells the two apart exactly.
+TEXTLESS_PREFIX = "assistant · "
+
+
 def row_text(data: Mapping[str, Any]) -> str:
     """One line describing an entry, after pi's /tree rows (newlines flattened, 200 chars)."""
     kind = data.get("type")
@@ -274,12 +279,14 @@ def row_text(data: Mapping[str, Any]) -> str:
                     return "assistant: (aborted)"
                 if stop == "error":
                     return _one_line(f"assistant: {message.get('errorMessage') or 'error'}", 80)
+                # No text: pi's /tree hides it unless it stopped otherwise than "stop"/"toolUse"
+                # (the length limit, say). Hidden ones get TEXTLESS_PREFIX.
+                prefix = TEXTLESS_PREFIX if stop in (None, "", "stop", "toolUse") else "assistant: "
                 calls = [b for b in message.get("content") or [] if isinstance(b, dict) and b.get("type") == "toolCall"]
                 if calls:
-                    return _one_line(
-                        "assistant: " + " ".join(_tool_call_text(c.get("name"), c.get("arguments")) for c in calls)
-                    )
-                return "assistant: (no content)"
+                    texts = [_tool_call_text(c.get("name"), c.get("arguments")) for c in calls]
+                    return _one_line(prefix + " ".join(texts))
+                return prefix + "(no content)"
             return _one_line(f"assistant: {text}")
         if role == "toolResult":
             return _one_line(f"[{message.get('toolName')}]: {text}")

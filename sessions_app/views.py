@@ -37,6 +37,7 @@ from sessions_app import treeview as tv
 from sessions_app.access import Capability
 from sessions_app.errors import EntryNotFound, ImportRejected, SessionForbidden, SessionNotFound, SessionsError
 from sessions_app.models import Session
+from sessions_app.tree import TEXTLESS_PREFIX
 
 P = ParamSpec("P")
 
@@ -184,7 +185,7 @@ def kind_icon(row: tv.Row) -> tuple[str, str]:
 
 def row_text(row: tv.Row) -> str:
     text = row.preview
-    for prefix in ("user: ", "assistant: "):
+    for prefix in ("user: ", "assistant: ", TEXTLESS_PREFIX):
         if text.startswith(prefix):
             return text[len(prefix) :]
     return text
