@@ -5,14 +5,17 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
+from django.contrib.auth.models import User
 from django.db.models import QuerySet
+from django.forms import ModelForm
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from sessions_app import jsjson
+from sessions_app import jsjson, revoke
 from sessions_app.models import ApiToken, AuditRecord, Entry, Session
 from sessions_app.signin import AdminSignInForm
 
@@ -134,5 +137,36 @@ class AuditRecordAdmin(ReadOnlyMixin, admin.ModelAdmin[AuditRecord]):
     date_hierarchy = "at"
     show_full_result_count = False
 
+
+def _actor(request: HttpRequest) -> User | None:
+    return request.user if isinstance(request.user, User) else None
+
+
+class PiwebUserAdmin(DjangoUserAdmin[User]):
+    """Django's user admin, except that deactivating a user (unticking "active", or the action)
+    goes through revoke.user_deactivate: their browsers are signed out and their websockets close."""
+
+    actions = ["deactivate_and_disconnect"]
+
+    def save_model(self, request: HttpRequest, obj: User, form: ModelForm[User], change: bool) -> None:
+        deactivated = change and "is_active" in form.changed_data and not obj.is_active
+        super().save_model(request, obj, form, change)
+        if deactivated:
+            revoke.user_deactivate(user=obj, actor=_actor(request))
+
+    @admin.action(description="Deactivate and disconnect selected users", permissions=["change"])
+    def deactivate_and_disconnect(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
+        done = 0
+        for user in queryset:
+            if user.pk == request.user.pk:
+                self.message_user(request, "You cannot deactivate yourself here.", messages.WARNING)
+                continue
+            revoke.user_deactivate(user=user, actor=_actor(request))
+            done += 1
+        self.message_user(request, f"Deactivated and disconnected {done} user(s).", messages.SUCCESS)
+
+
+admin.site.unregister(User)
+admin.site.register(User, PiwebUserAdmin)
 
 admin.site.login_form = AdminSignInForm  # rate-limited, like the site's sign-in
