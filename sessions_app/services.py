@@ -90,9 +90,14 @@ def _stored_states(session: Session, ids: Iterable[str]) -> dict[str, _Known]:
     wanted = list(set(ids))
     found: dict[str, _Known] = {}
     for i in range(0, len(wanted), 500):
-        rows = Entry.objects.filter(session=session, entry_id__in=wanted[i : i + 500]).values_list(
-            "entry_id", "depth", "ctx_thinking", "ctx_model", "ctx_compaction_id", "chain_hash"
-        )
+        chunk = wanted[i : i + 500]
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT entry_id, depth, ctx_thinking, ctx_model, ctx_compaction_id, chain_hash"
+                f" FROM sessions_app_entry WHERE session_id = %s AND entry_id IN ({', '.join(['%s'] * len(chunk))})",
+                [session.pk, *chunk],
+            )
+            rows = cursor.fetchall()
         for entry_id, depth, thinking, model, compaction, chain in rows:
             found[entry_id] = _Known(
                 depth,
@@ -121,27 +126,29 @@ def _is_stored_ancestor(session: Session, start_id: str | None, target_id: str, 
 # An entry to store: its object (possibly slimmed by piformat.slim), its exact line (or the parsed
 # line that decodes it when needed), its row text.
 Pending = tuple[dict[str, Any], "str | piformat.Line", str | None]
-_INSERT = (
-    "INSERT INTO sessions_app_entry (session_id, seq, entry_id, parent_id, type, role, timestamp, ts_ms, raw,"
-    " preview, depth, ctx_thinking, ctx_model, ctx_compaction_id, kept_from_id, author_id, created_at, chain_hash)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
-)
+_COLUMNS = [
+    "session_id", "seq", "entry_id", "parent_id", "type", "role", "timestamp", "ts_ms", "raw", "preview", "depth",
+    "ctx_thinking", "ctx_model", "ctx_compaction_id", "kept_from_id", "author_id", "created_at", "chain_hash",
+]  # fmt: skip
+_INSERT = f"INSERT INTO sessions_app_entry ({', '.join(_COLUMNS)}) VALUES ({', '.join(['%s'] * len(_COLUMNS))})"
 
 
-def _insert(session: Session, lines: list[Pending], author_id: int | None) -> None:
+def _insert(
+    session: Session, lines: list[Pending], author_id: int | None, known: dict[str, _Known] | None = None
+) -> Entry | None:
     """Store entries (already validated; parents exist in the batch or the session) in list order.
 
     Computes each entry's depth and path state from its parent, parents first, so that reads never
     need to walk further than the context they build.
     """
     if not lines:
-        return
+        return None
     batch = {p[0]["id"]: p[0] for p in lines}
     texts = {p[0]["id"]: p[1] for p in lines}
     seqs = {entry_id: session.last_seq + i for i, entry_id in enumerate(batch, start=1)}
     parents = {i: d["parentId"] for i, d in batch.items()}
     outside = {d["parentId"] for d in batch.values() if d["parentId"] is not None and d["parentId"] not in batch}
-    known = _stored_states(session, outside)
+    known = {**(known or {}), **_stored_states(session, outside - set(known or ()))}
     kids: dict[str | None, list[str]] = {}
     for data in batch.values():
         kids.setdefault(data["parentId"], []).append(data["id"])
@@ -160,7 +167,8 @@ def _insert(session: Session, lines: list[Pending], author_id: int | None) -> No
         queue.extend(kids.get(entry_id, ()))
 
     state_json: dict[int, StateJson] = {}
-    created_at = connection.ops.adapt_datetimefield_value(timezone.now())  # once, not per row
+    now = timezone.now()
+    created_at = connection.ops.adapt_datetimefield_value(now)  # once, not per row
     rows: list[tuple[Any, ...]] = []
     with connection.cursor() as cursor:
         for data, raw, preview in lines:
@@ -173,8 +181,15 @@ def _insert(session: Session, lines: list[Pending], author_id: int | None) -> No
             if len(rows) >= 2000:
                 cursor.executemany(_INSERT, rows)
                 rows = []
+        if len(lines) == 1:
+            # A single append (the hot path) gets its row back as a model instance, no re-read.
+            cursor.execute(_INSERT + " RETURNING id", rows[0])
+            entry = Entry.from_db(connection.alias, ["id", *_COLUMNS], [cursor.fetchone()[0], *rows[0]])
+            entry.created_at = now
+            return entry
         if rows:
             cursor.executemany(_INSERT, rows)
+    return None
 
 
 def _kept_from(
@@ -240,18 +255,36 @@ def _locked(session: Session) -> Session:
 
     SessionNotFound if it was deleted meanwhile (a writer that waited for the delete's lock).
     """
-    locked = Session.objects.select_for_update().filter(pk=session.pk, deleting=False).first()
-    if locked is None:
+    # Raw SQL: this runs on every append, and the ORM's query building costs more than the query.
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    found = list(
+        Session.objects.raw(f"SELECT * FROM sessions_app_session WHERE id = %s AND NOT deleting{lock}", [session.pk])
+    )
+    if not found:
         raise SessionNotFound()
-    return locked
+    return found[0]
 
 
 def _new_entry_id(session: Session) -> str:
     for _ in range(100):
         candidate = uuid.uuid4().hex[:8]
-        if not Entry.objects.filter(session=session, entry_id=candidate).exists():
+        if not _ids_present(session, [candidate]):
             return candidate
     return str(uuid.uuid4())
+
+
+def _ids_present(session: Session, ids: Iterable[str]) -> set[str]:
+    """Which of these entry ids the session has (one indexed query, no ORM overhead)."""
+    wanted = list(dict.fromkeys(ids))
+    if not wanted:
+        return set()
+    marks = ", ".join(["%s"] * len(wanted))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT entry_id FROM sessions_app_entry WHERE session_id = %s AND entry_id IN ({marks})",
+            [session.pk, *wanted],
+        )
+        return {row[0] for row in cursor.fetchall()}
 
 
 def build_entry(payload: Mapping[str, Any], *, entry_id: str, parent_id: str | None, timestamp: str) -> dict[str, Any]:
@@ -300,26 +333,26 @@ def entry_append(
     """
     locked = _locked(session)
     parent = locked.leaf_id if parent_id is UNSET else parent_id
-    # A parentId of the wrong type is left to validate_entry (400 naming the field), not reported missing.
-    if isinstance(parent, str) and not Entry.objects.filter(session=locked, entry_id=parent).exists():
+    # The parent's stored state doubles as the check that it exists. A parentId of the wrong type
+    # is left to validate_entry (400 naming the field), not reported missing.
+    parent_state = _stored_states(locked, [parent]) if isinstance(parent, str) else {}
+    if isinstance(parent, str) and parent not in parent_state:
         raise EntryNotFound(f"Entry {parent} not found", parentId=parent)
     entry_id = payload.get("id")
+    target = payload.get("targetId") if payload.get("type") == "label" else None
+    present = _ids_present(locked, [i for i in (entry_id, target) if isinstance(i, str)])
     if entry_id is None:
         entry_id = _new_entry_id(locked)
     elif not isinstance(entry_id, str) or not entry_id:
         raise InvalidEntry("field 'id' must be a non-empty string", field="id")
-    elif Entry.objects.filter(session=locked, entry_id=entry_id).exists():
+    elif entry_id in present:
         raise SessionConflict(f"an entry with id {entry_id!r} already exists", field="id")
     timestamp = payload.get("timestamp", UNSET)
     data = build_entry(
         payload, entry_id=entry_id, parent_id=parent, timestamp=now_iso() if timestamp is UNSET else timestamp
     )
     problem = piformat.validate_entry(data)
-    if (
-        problem is None
-        and data["type"] == "label"
-        and not Entry.objects.filter(session=locked, entry_id=data["targetId"]).exists()
-    ):
+    if problem is None and data["type"] == "label" and data["targetId"] not in present:
         raise EntryNotFound(f"Entry {data['targetId']} not found", targetId=data["targetId"])
     if problem is not None:
         raise InvalidEntry(problem)
@@ -328,11 +361,12 @@ def entry_append(
     except jsjson.JSONDepthError:
         raise InvalidEntry(f"the entry nests deeper than {settings.PIWEB_IMPORT_MAX_DEPTH} levels") from None
     trail = audit.entry_trail(session=locked, data=data)  # "before" values, read before the insert
-    _insert(locked, [(data, raw, None)], author.pk if author is not None else None)
+    entry = _insert(locked, [(data, raw, None)], author.pk if author is not None else None, known=parent_state)
+    assert entry is not None
     prev_leaf = locked.leaf_id
     if move_leaf:
         locked.leaf_id = entry_id
-    locked.save()
+    _save_fields(locked, _APPEND_FIELDS)
     _sync(session, locked)
     audit.audit_record(actor=author, **trail)
     events.publish_on_commit(
@@ -341,7 +375,24 @@ def entry_append(
             locked, entry_id=entry_id, parent_id=parent, entry_type=data["type"], raw=raw, prev_leaf_id=prev_leaf
         ),
     )
-    return Entry.objects.get(session=locked, entry_id=entry_id)
+    return entry
+
+
+# What an append changes on the session row (saving only these keeps the UPDATE small).
+_APPEND_FIELDS = ["leaf_id", "name", "message_count", "first_message", "modified_ms", "last_seq",
+                  "entries_digest", "updated_at"]  # fmt: skip
+
+
+def _save_fields(session: Session, fields: list[str]) -> None:
+    """session.save(update_fields=fields) without the ORM's per-call query building."""
+    session.updated_at = timezone.now()
+    adapt = connection.ops.adapt_datetimefield_value
+    values = [adapt(session.updated_at) if f == "updated_at" else getattr(session, f) for f in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE sessions_app_session SET {', '.join(f'{f} = %s' for f in fields)} WHERE id = %s",
+            [*values, session.pk],
+        )
 
 
 def _sync(target: Session, source: Session) -> None:
