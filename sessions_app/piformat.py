@@ -287,28 +287,31 @@ def migrate(objects: list[dict[str, Any]], version: int, session_id: str) -> Non
 # --- the whole file -------------------------------------------------------------------------
 
 
-def _parse_line(chunk: bytes, number: int, limits: Limits) -> tuple[Any, str, Problem | None]:
-    """(object, text) of one line, or the problem with it. Blank lines give (None, "", None)."""
+def _parse_line(chunk: bytes, number: int, limits: Limits) -> tuple[Any, Problem | None]:
+    """The object on one line, or the problem with it; a blank line gives (None, None).
+
+    Nothing is decoded here: orjson checks UTF-8 on the bytes itself, and stored lines are
+    decoded once, when they are written."""
     if len(chunk) > limits.max_line_bytes:
-        return None, "", Problem(number, f"line is {len(chunk)} bytes, over the limit of {limits.max_line_bytes}")
-    try:
-        raw = chunk.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return None, "", Problem(number, f"not valid UTF-8 (byte {exc.start})")
-    if not raw.strip():
-        return None, "", None
+        return None, Problem(number, f"line is {len(chunk)} bytes, over the limit of {limits.max_line_bytes}")
+    if not chunk.strip():
+        return None, None
     try:
         value = jsjson.loads(chunk)
     except jsjson.JSONDepthError:
-        return None, raw, Problem(number, f"JSON nests deeper than {limits.max_depth} levels")
+        return None, Problem(number, f"JSON nests deeper than {limits.max_depth} levels")
     except ValueError as exc:
-        return None, raw, Problem(number, f"invalid JSON: {exc}")
+        try:
+            chunk.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            return None, Problem(number, f"not valid UTF-8 (byte {bad.start})")
+        return None, Problem(number, f"invalid JSON: {exc}")
     # Counting brackets bounds the depth cheaply; walk only when it might be exceeded.
     if chunk.count(b"{") + chunk.count(b"[") > limits.max_depth and jsjson.depth_exceeds(value, limits.max_depth):
-        return None, raw, Problem(number, f"JSON nests deeper than {limits.max_depth} levels")
+        return None, Problem(number, f"JSON nests deeper than {limits.max_depth} levels")
     if not isinstance(value, dict):
-        return None, raw, Problem(number, f"expected a JSON object, got {_type_name(value)}")
-    return value, raw, None
+        return None, Problem(number, f"expected a JSON object, got {_type_name(value)}")
+    return value, None
 
 
 def _lines(data: bytes) -> Iterator[tuple[int, int, int]]:
@@ -367,7 +370,8 @@ def parse(
     header, header_raw, header_number = None, "", 0
     for number, start, end in lines_iter:
         result.lines = number
-        value, raw, problem = _parse_line(data[start:end], number, limits)
+        value, problem = _parse_line(data[start:end], number, limits)
+        raw = data[start:end].decode() if value is not None else ""
         if problem is not None:
             result.problems.append(Problem(problem.line, f"broken header: {problem.message}"))
             result.fatal = True
@@ -458,7 +462,7 @@ def _read_rest(
     pending = 0  # bytes read since the last progress report
     for number, start, end in lines_iter:
         result.lines = number
-        value, _, problem = _parse_line(data[start:end], number, limits)
+        value, problem = _parse_line(data[start:end], number, limits)
         if problem is not None:
             result.problems.append(problem)
         elif value is not None:

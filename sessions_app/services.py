@@ -72,18 +72,28 @@ def entry_chain_hash(parent_chain: str | None, seq: int, entry_id: str, raw: str
     """HMAC-SHA256 (key: settings.PIWEB_CHAIN_KEY) over the parent's chain hash, the entry's place
     and id, and its exact line. Rewriting, moving or inserting an entry breaks its hash (and,
     through the parent hash, those below it); without the key the database cannot forge new ones."""
-    message = f"{parent_chain or ''}\n{seq}\n{entry_id}\n{raw}".encode()
-    return hmac.new(_chain_key(), message, hashlib.sha256).hexdigest()
+    mac = _chain_mac()
+    mac.update(f"{parent_chain or ''}\n{seq}\n{entry_id}\n{raw}".encode())
+    return mac.hexdigest()
 
 
 def session_digest(previous: str, chain: str) -> str:
     """The session's running digest after one more entry (in seq order): catches removed rows,
     including the last one, which no chain hash points at."""
-    return hmac.new(_chain_key(), f"{previous}:{chain}".encode(), hashlib.sha256).hexdigest()
+    mac = _chain_mac()
+    mac.update(f"{previous}:{chain}".encode())
+    return mac.hexdigest()
 
 
-def _chain_key() -> bytes:
-    return str(settings.PIWEB_CHAIN_KEY).encode()
+_KEYED: dict[str, hmac.HMAC] = {}  # the keyed HMAC per key, copied per use (cheaper than re-keying)
+
+
+def _chain_mac() -> hmac.HMAC:
+    key = str(settings.PIWEB_CHAIN_KEY)
+    keyed = _KEYED.get(key)
+    if keyed is None:
+        keyed = _KEYED[key] = hmac.new(key.encode(), digestmod=hashlib.sha256)
+    return keyed.copy()
 
 
 def _stored_states(session: Session, ids: Iterable[str]) -> dict[str, _Known]:
@@ -598,7 +608,11 @@ class _StoredLines(Mapping[str, str]):
 
 
 def _peek_header_id(data: bytes) -> str | None:
-    for chunk in data.split(b"\n", 20)[:20]:
+    start = 0
+    for _ in range(20):  # the first non-blank line, without copying the rest of the file
+        end = data.find(b"\n", start)
+        chunk = data[start:] if end < 0 else data[start:end]
+        start = end + 1
         if chunk.strip():
             try:
                 header = jsjson.loads(chunk)
@@ -606,6 +620,8 @@ def _peek_header_id(data: bytes) -> str | None:
                 return None
             value = header.get("id") if isinstance(header, dict) else None
             return value if isinstance(value, str) and piformat.well_formed(value) else None
+        if end < 0:
+            break
     return None
 
 
