@@ -32,10 +32,21 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseLocation
 from django_htmx.middleware import HtmxDetails
 
-from sessions_app import audit, chat_views, explorer, forms, jsjson, rendering, selectors, services, teams
+from sessions_app import (
+    audit,
+    chat_views,
+    explorer,
+    forms,
+    import_jobs,
+    jsjson,
+    rendering,
+    selectors,
+    services,
+    teams,
+)
 from sessions_app import treeview as tv
 from sessions_app.access import Capability
-from sessions_app.errors import EntryNotFound, ImportRejected, SessionForbidden, SessionNotFound, SessionsError
+from sessions_app.errors import EntryNotFound, SessionForbidden, SessionNotFound, SessionsError
 from sessions_app.models import Session
 from sessions_app.tree import TEXTLESS_PREFIX
 
@@ -127,27 +138,34 @@ def session_import(request: HtmxHttpRequest) -> HttpResponse:
         raise Http404("Team not found") from None
     except SessionForbidden as exc:
         return HttpResponseForbidden(exc.message)
-    results = []
-    for upload in request.FILES.getlist("files"):
+    uploads = request.FILES.getlist("files")
+    if uploads and request.POST.get("background") == "1":
+        # The page's uploader: each file imports in the background; the answer polls its progress.
+        jobs = [
+            import_jobs.job_start(user=_request_user(request), data=u.read(), name=u.name or "upload.jsonl", into=into)
+            for u in uploads
+        ]
+        return render(request, "sessions_app/import_progress.html", {"jobs": jobs}, status=202)
+    results: list[import_jobs.Result] = []
+    for upload in uploads:
         name = upload.name or "upload.jsonl"
-        try:
-            result = services.session_import(owner=_request_user(request), data=upload.read(), source_path=name)
-        except ImportRejected as exc:
-            results.append({"name": name, "ok": False, "message": exc.message, "errors": exc.extra.get("errors", [])})
-        except SessionsError as exc:
-            results.append({"name": name, "ok": False, "message": exc.message, "errors": []})
-        else:
-            if into is not None and result.session.team_id is None:
-                teams.session_move_to_team(session=result.session, team=into, actor=_request_user(request))
-            results.append(
-                {"name": name, "ok": True, "session": result.session, "added": result.added, "created": result.created}
-            )
+        results.append(import_jobs.import_one(user=_request_user(request), data=upload.read(), name=name, into=into))
     if not results:
         results.append({"name": "", "ok": False, "message": "Choose one or more .jsonl files.", "errors": []})
     status = 200 if all(r["ok"] for r in results) else 400
     if request.htmx:
         return render(request, "sessions_app/session_list.html#import-results", {"results": results}, status=status)
     return render(request, "sessions_app/import_done.html", {"results": results}, status=status)
+
+
+@require_GET
+@login_required
+def import_progress(request: HtmxHttpRequest, job_id: str) -> HttpResponse:
+    """A background import's progress (polled every 300 ms), then its result. Only its user sees it."""
+    job = import_jobs.job_get(user=_request_user(request), job_id=job_id)
+    if job is None:
+        raise Http404("No such import")
+    return render(request, "sessions_app/import_progress.html", {"jobs": [job]})
 
 
 # --- the session page --------------------------------------------------------------------------

@@ -284,15 +284,48 @@
     var results = form.querySelector("#import-results");
     var token = form.querySelector("[name=csrfmiddlewaretoken]").value;
 
+    // Each file: its upload is the first UPLOAD share of its part of the bar; the server-side
+    // import (a background job whose fragment polls its progress every 300 ms) is the rest.
+    var UPLOAD = 0.3;
+    var job = null;  // the file being imported on the server: {id, name, index, count, done}
+    function setBar(fraction) {
+      var pct = Math.max(0, Math.min(100, fraction * 100));
+      bar.style.width = pct + "%";
+      bar.parentElement.setAttribute("aria-valuenow", String(Math.round(pct)));
+    }
+    function onJob(li) {
+      // A job fragment arrived (the first answer or a poll): move the bar, or finish the file.
+      if (!job || !li || li.getAttribute("data-job") !== job.id) return;
+      if (li.hasAttribute("data-job-done")) {
+        var finish = job.done;
+        job = null;
+        finish(li.classList.contains("ok"));
+        return;
+      }
+      var total = Number(li.getAttribute("data-total")) || 1;
+      var fraction = Math.min(1, (Number(li.getAttribute("data-done")) || 0) / total);
+      setBar((job.index + UPLOAD + (1 - UPLOAD) * fraction) / job.count);
+      text.textContent = "Importing " + job.name + " on the server (" + (job.index + 1) + "/" + job.count + "): " + Math.round(fraction * 100) + "%";
+    }
+    document.addEventListener("htmx:load", function (ev) {
+      var el = ev.detail && ev.detail.elt;
+      if (el && el.closest && el.closest("#import-results")) onJob(el.closest("[data-job]"));
+    });
+
     function send(files) {
       files = Array.prototype.slice.call(files);
       if (!files.length) return;
       progress.hidden = false;
       var i = 0, okCount = 0;
+      function advance(ok) {
+        if (ok) okCount++;
+        setBar((i + 1) / files.length);
+        i++; next();
+      }
       function next() {
         if (i >= files.length) {
           text.textContent = okCount + " of " + files.length + " file" + (files.length > 1 ? "s" : "") + " imported";
-          bar.style.width = "100%";
+          setBar(1);
           progress.classList.remove("busy");
           if (window.htmx && document.getElementById("session-table")) htmx.ajax("GET", location.pathname + location.search, { target: "#session-table", swap: "outerHTML", select: "#session-table" });
           return;
@@ -300,6 +333,7 @@
         var file = files[i];
         var data = new FormData();
         data.append("files", file, file.name);
+        data.append("background", "1");
         var xhr = new XMLHttpRequest();
         xhr.open("POST", form.action);
         xhr.setRequestHeader("X-CSRFToken", token);
@@ -307,29 +341,33 @@
         xhr.upload.onprogress = function (e) {
           if (!e.lengthComputable) return;
           var pct = Math.round((e.loaded / e.total) * 100);
-          bar.style.width = ((i + pct / 100 * 0.5) / files.length * 100) + "%";
+          setBar((i + UPLOAD * pct / 100) / files.length);
           text.textContent = "Uploading " + file.name + " (" + (i + 1) + "/" + files.length + "): " + pct + "%";
         };
         xhr.upload.onload = function () {
-          progress.classList.add("busy");
-          bar.style.width = ((i + 0.5) / files.length * 100) + "%";
+          setBar((i + UPLOAD) / files.length);
           text.textContent = "Importing " + file.name + " on the server (" + (i + 1) + "/" + files.length + ")…";
         };
         xhr.onload = function () {
-          progress.classList.remove("busy");
-          if (xhr.status === 200) okCount++;
           var holder = document.createElement("ul");
           holder.innerHTML = xhr.responseText; // server-rendered, autoescaped template fragment
-          Array.prototype.slice.call(holder.children).forEach(function (li) { results.appendChild(li); });
-          bar.style.width = ((i + 1) / files.length * 100) + "%";
-          i++; next();
+          var items = Array.prototype.slice.call(holder.children);
+          items.forEach(function (li) { results.appendChild(li); });
+          var first = items[0];
+          if (xhr.status === 202 && first && first.hasAttribute("data-job")) {
+            job = { id: first.getAttribute("data-job"), name: file.name, index: i, count: files.length, done: advance };
+            if (window.htmx) htmx.process(first);
+            onJob(first);
+            return;
+          }
+          advance(xhr.status === 200);
         };
         xhr.onerror = function () {
           var li = document.createElement("li");
           li.className = "import-result bad";
           li.textContent = file.name + ": the upload failed (network error).";
           results.appendChild(li);
-          i++; next();
+          advance(false);
         };
         xhr.send(data);
       }
