@@ -18,7 +18,9 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.core.signals import setting_changed
 from django.db import IntegrityError, connection, transaction
+from django.dispatch import receiver
 from django.utils import timezone
 
 from sessions_app import audit, events, jsjson, piformat
@@ -85,15 +87,19 @@ def session_digest(previous: str, chain: str) -> str:
     return mac.hexdigest()
 
 
-_KEYED: dict[str, hmac.HMAC] = {}  # the keyed HMAC per key, copied per use (cheaper than re-keying)
+_KEYED: list[hmac.HMAC] = []  # the keyed HMAC, copied per use: cheaper than re-keying or reading settings
 
 
 def _chain_mac() -> hmac.HMAC:
-    key = str(settings.PIWEB_CHAIN_KEY)
-    keyed = _KEYED.get(key)
-    if keyed is None:
-        keyed = _KEYED[key] = hmac.new(key.encode(), digestmod=hashlib.sha256)
-    return keyed.copy()
+    if not _KEYED:
+        _KEYED.append(hmac.new(str(settings.PIWEB_CHAIN_KEY).encode(), digestmod=hashlib.sha256))
+    return _KEYED[0].copy()
+
+
+@receiver(setting_changed)
+def _chain_key_changed(*, setting: str, **kwargs: Any) -> None:
+    if setting in ("PIWEB_CHAIN_KEY", "SECRET_KEY"):
+        _KEYED.clear()
 
 
 def _stored_states(session: Session, ids: Iterable[str]) -> dict[str, _Known]:
