@@ -127,7 +127,12 @@ def share_create(request: HttpRequest, public_id: str) -> HttpResponse:
         session=session, user=_user(request), entry_id=d.get("entry") or None, expires_days=d.get("expires_days")
     )
     url = request.build_absolute_uri(reverse("settings:shared", args=[token]))
-    return render(request, "settings/share_created.html", {"share": share, "url": url, "session": session})
+    page = (
+        "settings/share_created.html"
+        if request.headers.get("HX-Request") == "true"
+        else "settings/share_created_page.html"
+    )
+    return render(request, page, {"share": share, "url": url, "session": session})
 
 
 @require_POST

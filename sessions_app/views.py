@@ -33,6 +33,7 @@ from django_htmx.http import HttpResponseClientRedirect, HttpResponseLocation
 from django_htmx.middleware import HtmxDetails
 
 from sessions_app import (
+    access,
     audit,
     chat_views,
     explorer,
@@ -297,6 +298,7 @@ def _detail_context(request: HtmxHttpRequest, session: Session, params: dict[str
     shown = _shown(data.conversation)
     return {
         "session": session,
+        "can": _can(request, session),
         "leaf_id": leaf_id,
         "target_id": target_id,
         "mode": params["mode"],
@@ -320,6 +322,11 @@ def _detail_context(request: HtmxHttpRequest, session: Session, params: dict[str
         "labels_used": sorted(set(data.labels.values())),
         "when": _when(session),
     }
+
+
+def _can(request: HtmxHttpRequest, session: Session) -> dict[str, bool]:
+    """The user's capabilities on the session, once per request, for templates: {% if can.label %}."""
+    return dict.fromkeys(access.session_capabilities(request.user, session), True)
 
 
 def _leaf_path(session: Session, view_leaf: str | None) -> set[str] | None:
@@ -438,6 +445,7 @@ def conversation_earlier(request: HtmxHttpRequest, session: Session) -> HttpResp
     labels = explorer.session_labels(session)
     context = {
         "session": session,
+        "can": _can(request, session),
         "shown": _decorate(
             session, shown, explorer.siblings_for(session, entries), labels, leaf, "default", _leaf_path(session, leaf)
         ),

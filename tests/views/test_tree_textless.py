@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from sessions_app import services
@@ -10,11 +12,11 @@ from tests.views.conftest import assistant, user
 pytestmark = pytest.mark.django_db
 
 
-def test_a_reply_starting_with_a_bracket_is_shown_and_a_tool_call_only_reply_is_hidden(alice, htmx_client):
+def test_a_reply_starting_with_a_bracket_is_shown_and_a_tool_call_only_reply_is_hidden(alice, htmx_client) -> None:
     s = services.session_create(owner=alice, name="brackets")
-    ids = {}
+    ids: dict[str, str] = {}
 
-    def add(key, payload):
+    def add(key: str, payload: dict[str, Any]) -> None:
         ids[key] = services.entry_append(session=s, payload=payload, author=alice).entry_id
 
     add("u1", user("list them", 1_767_600_000_000))
