@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.urls import reverse
@@ -129,8 +128,7 @@ def session_context(request: HttpRequest, session_id: str, leaf: str | None = No
 @router.get("/{session_id}/tree", url_name="session_tree")
 def session_tree(request: HttpRequest, session_id: str) -> HttpResponse:
     # Serialised directly: a pydantic pass over 100k nodes would cost more than building them.
-    tree = selectors.tree_flat(session=_session(request, session_id))
-    return HttpResponse(orjson.dumps(tree), content_type="application/json")
+    return HttpResponse(selectors.tree_json(session=_session(request, session_id)), content_type="application/json")
 
 
 @router.post("/{session_id}/entries", response={201: EntryCreatedOut}, url_name="entry_create")

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
 from django.contrib.auth.models import AnonymousUser, User
+from django.core.cache import cache
 from django.db import connection
 from django.db.models import Q, QuerySet
 
@@ -130,6 +132,18 @@ def tree_flat(*, session: Session) -> dict[str, Any]:
         node["timestamp"] = timestamp
         nodes.append(node)
     return {"leafId": session.leaf_id, "nodes": nodes}
+
+
+def tree_json(*, session: Session) -> bytes:
+    """tree_flat as JSON. Entries are append-only and labels are entries, so the node list only
+    changes with a new entry: it is cached under the session's entry digest, and only the leaf is
+    filled in per call."""
+    key = f"piweb:tree-nodes:{session.pk}:{session.last_seq}:{session.entries_digest}"
+    nodes: bytes | None = cache.get(key)
+    if nodes is None:
+        nodes = orjson.dumps(tree_flat(session=session)["nodes"])
+        cache.set(key, nodes, timeout=3600)
+    return b'{"leafId":' + orjson.dumps(session.leaf_id) + b',"nodes":' + nodes + b"}"
 
 
 def export_lines(*, session: Session) -> Iterator[str]:

@@ -28,6 +28,14 @@ def _fast_hasher(settings):
 
 
 @pytest.fixture(autouse=True)
+def _empty_cache():
+    """Each test starts with an empty cache (rolled-back tests can reuse primary keys)."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
+@pytest.fixture(autouse=True)
 def _entries_can_be_flushed(request):
     """After a transactional test, let pytest-django's flush (a plain DELETE on SQLite) past the
     append-only trigger, which allows deleting entries only with their whole session."""

@@ -51,11 +51,36 @@ def test_tree_queries_do_not_grow_with_entries(alice, alice_client, generated, d
         url(suffix="/import"),
         {"file": SimpleUploadedFile("b.jsonl", generated(entries=600, seed=2, labels=30, branch_prob=0.2))},
     ).json()["id"]
+    from django.core.cache import cache
+
     small = count_queries(alice_client, url(small_id, "/tree"))
+    cache.clear()  # compare cold reads; warm ones come from the cache
     with django_assert_max_num_queries(MAX_QUERIES):
         response = alice_client.get(url(big_id, "/tree"))
     assert len(response.json()["nodes"]) == 600
+    cache.clear()
     assert count_queries(alice_client, url(big_id, "/tree")) == small
+
+
+def test_tree_is_cached_until_the_session_gains_an_entry(alice, alice_client, generated):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    data = generated(entries=50, seed=3, labels=3)
+    session_id = alice_client.post(url(suffix="/import"), {"file": SimpleUploadedFile("c.jsonl", data)}).json()["id"]
+    from django.core.cache import cache
+
+    cold = alice_client.get(url(session_id, "/tree")).content
+    warm_queries = count_queries(alice_client, url(session_id, "/tree"))
+    assert alice_client.get(url(session_id, "/tree")).content == cold
+    cache.clear()
+    assert warm_queries < count_queries(alice_client, url(session_id, "/tree"))  # the node list was not read
+    created = alice_client.post(
+        url(session_id, "/entries"), {"type": "custom", "customType": "note"}, content_type="application/json"
+    )
+    assert created.status_code == 201
+    after = alice_client.get(url(session_id, "/tree")).json()
+    assert after["nodes"][-1]["id"] == created.json()["id"]
+    assert after["leafId"] == created.json()["id"]
 
 
 def test_token_auth_adds_at_most_two_queries(alice, token_client, django_assert_max_num_queries):
