@@ -72,6 +72,7 @@ def post(port: int, sid: str, cookie: str, text: str) -> None:
 
 
 STAMP = re.compile(r'data-index="(\d+)" data-t="([\d.]+)"')
+END = re.compile(r'<div id="turn-[^"]+" hx-swap-oob="delete"></div>')  # the whole stream_end frame
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -83,10 +84,18 @@ async def main(args: argparse.Namespace) -> None:
         env = {**os.environ, "PIWEB_DEMO_DELAY": str(args.demo_delay),
                "PIWEB_STREAM_INTERVAL_MS": str(args.interval_ms),
                "PIWEB_LOG_LEVEL": "WARNING"}  # fmt: skip
+        if args.redis:
+            env["PIWEB_REDIS_URL"] = args.redis
         proc = subprocess.Popen(
             [sys.executable, "-m", "daphne", "-p", str(port), "piweb.asgi:application"], cwd=ROOT, env=env,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
+        worker = None
+        if args.redis:
+            worker = subprocess.Popen(
+                [sys.executable, "manage.py", "turn_worker"], cwd=ROOT, env=env,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
         try:
             for _ in range(100):
                 try:
@@ -96,34 +105,53 @@ async def main(args: argparse.Namespace) -> None:
                     await asyncio.sleep(0.1)
             headers = {"Cookie": f"sessionid={cookie}", "Origin": f"http://127.0.0.1:{port}"}
             url = f"ws://127.0.0.1:{port}/ws/sessions/{sid}/"
-            warm = await websockets.connect(url, additional_headers=headers)
-            await warm.recv()
-            await asyncio.sleep(0.5)
-            before = rss_kb(proc.pid)
-            sockets = [await websockets.connect(url, additional_headers=headers) for _ in range(args.viewers)]
-            await asyncio.sleep(1.0)
-            after = rss_kb(proc.pid)
             delays: list[float] = []
             delivered = 0
             ends = 0
             done = asyncio.Event()
-            expected_ends = args.turns * len(sockets)
+            measuring = False
+            expected_ends = args.turns * args.viewers
 
-            async def reader(ws: websockets.ClientConnection) -> None:
+            async def reader(ws: websockets.ClientConnection, snapshot: asyncio.Event) -> None:
+                """Reads every frame from the start (an unread socket stops answering pings)."""
                 nonlocal delivered, ends
                 async for frame in ws:
                     now = time.time()
+                    snapshot.set()
+                    if not measuring:
+                        continue
                     assert isinstance(frame, str)
                     m = STAMP.search(frame)
                     if m:
                         delivered += 1
                         delays.append((now - float(m.group(2))) * 1000)
-                    elif 'hx-swap-oob="delete"></div>' in frame and frame.startswith('<div id="turn-'):
+                    elif END.fullmatch(frame):
                         ends += 1
                         if ends >= expected_ends:
                             done.set()
 
-            readers = [asyncio.create_task(reader(ws)) for ws in sockets]
+            async def open_one() -> tuple[websockets.ClientConnection, asyncio.Task[None]]:
+                ws = await websockets.connect(url, additional_headers=headers, max_queue=None)
+                got = asyncio.Event()
+                task = asyncio.create_task(reader(ws, got))
+                await got.wait()  # the snapshot arrived
+                return ws, task
+
+            warm, warm_task = await open_one()
+            await asyncio.sleep(0.5)
+            before = rss_kb(proc.pid)
+            idle_count = max(args.idle, args.viewers)
+            opened = [await open_one() for _ in range(idle_count)]
+            await asyncio.sleep(1.0)
+            after = rss_kb(proc.pid)
+            for ws, task in opened[args.viewers :]:
+                task.cancel()
+                await ws.close()
+            opened = opened[: args.viewers]
+            sockets = [ws for ws, _ in opened]
+            readers = [task for _, task in opened] + [warm_task]
+            await asyncio.sleep(1.0)  # presence frames settle
+            measuring = True
             await asyncio.sleep(0.5)
             started = time.monotonic()
             sem = asyncio.Semaphore(args.concurrent)
@@ -140,16 +168,20 @@ async def main(args: argparse.Namespace) -> None:
             for ws in [*sockets, warm]:
                 await ws.close()
         finally:
-            proc.terminate()
-            proc.wait(timeout=10)
+            for p in (proc, worker):
+                if p is not None:
+                    p.terminate()
+                    p.wait(timeout=10)
     delays.sort()
-    p99 = delays[int(len(delays) * 0.99) - 1] if delays else float("nan")
-    print(f"viewers={args.viewers} turns={args.turns} concurrent={args.concurrent} interval={args.interval_ms}ms "
-          f"demo_delay={args.demo_delay}s")  # fmt: skip
+    p99 = delays[max(0, int(len(delays) * 0.99) - 1)] if delays else float("nan")
+    print(f"layer={'redis' if args.redis else 'in-memory'} viewers={args.viewers} turns={args.turns} "
+          f"concurrent={args.concurrent} interval={args.interval_ms}ms demo_delay={args.demo_delay}s "
+          f"load={os.getloadavg()[0]:.2f}")  # fmt: skip
     print(f"delta frames delivered: {delivered} in {elapsed:.2f}s = {delivered / elapsed:.0f}/s")
-    print(f"token-to-socket delay (oldest token in each delta): median {statistics.median(delays):.1f} ms, "
-          f"p99 {p99:.1f} ms, max {delays[-1]:.1f} ms")  # fmt: skip
-    print(f"daphne RSS per idle connection: {(after - before) / args.viewers:.1f} KiB")
+    if delays:
+        print(f"token-to-socket delay (oldest token in each delta): median {statistics.median(delays):.1f} ms, "
+              f"p99 {p99:.1f} ms, max {delays[-1]:.1f} ms")  # fmt: skip
+    print(f"daphne RSS per idle connection: {(after - before) / idle_count:.1f} KiB (over {idle_count} sockets)")
 
 
 if __name__ == "__main__":
@@ -158,5 +190,7 @@ if __name__ == "__main__":
     parser.add_argument("--turns", type=int, default=8)
     parser.add_argument("--concurrent", type=int, default=4)
     parser.add_argument("--interval-ms", type=int, default=50)
-    parser.add_argument("--demo-delay", type=float, default=0.0)
+    parser.add_argument("--demo-delay", type=float, default=0.005)
+    parser.add_argument("--idle", type=int, default=200, help="sockets opened for the memory measurement")
+    parser.add_argument("--redis", default="", help="channel layer URL (a turn worker process runs the turns)")
     asyncio.run(main(parser.parse_args()))
