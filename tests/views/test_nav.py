@@ -48,3 +48,16 @@ def test_the_current_section_is_marked(alice):
     html = page(alice, "/teams/")
     assert 'href="/teams/" aria-current="page"' in html and 'href="/" aria-current' not in html
     assert 'href="/" aria-current="page"' in page(alice, "/")
+
+
+def test_a_group_permission_counts_too_and_the_check_is_one_query(django_user_model, django_assert_num_queries):
+    from sessions_app.templatetags.piweb_nav import may_audit
+
+    user = django_user_model.objects.create_user("dave", password="dave-pw")
+    group = Group.objects.create(name="compliance")
+    user.groups.add(group)
+    with django_assert_num_queries(1):
+        assert not may_audit(user)
+    group.permissions.add(Permission.objects.get(codename="view_auditrecord"))
+    with django_assert_num_queries(1):
+        assert may_audit(user)

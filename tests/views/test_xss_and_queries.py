@@ -68,10 +68,11 @@ def test_rejected_file_names_and_messages_are_escaped(htmx_client):
 # The session page also draws the chat composer (the model and thinking level at the leaf, read
 # through selectors.session_context) and, off the leaf path, which entries are on it: a fixed few more.
 CHAT_QUERIES = 3 + 3  # + the session.open audit record (lock the chain head, insert, move the head)
+NAV_QUERIES = 1  # the top bar: may the user see the Audit link (piweb_nav.may_audit)
 
 
 def test_the_session_page_has_bounded_queries_small(alice_client, tree, django_assert_max_num_queries):
-    with django_assert_max_num_queries(16 + CHAT_QUERIES):
+    with django_assert_max_num_queries(16 + CHAT_QUERIES + NAV_QUERIES):
         alice_client.get(detail(tree))
 
 
@@ -87,16 +88,16 @@ def big(alice, tmp_path: Path):
 def test_the_session_page_has_bounded_queries_large(alice_client, big, django_assert_max_num_queries):
     """A 4000-entry branched session is read lazily: a fixed number of queries, a bounded page."""
     sid = big.public_id
-    with django_assert_max_num_queries(16 + CHAT_QUERIES):
+    with django_assert_max_num_queries(16 + CHAT_QUERIES + NAV_QUERIES):
         r = alice_client.get(f"/sessions/{sid}/")
     html = r.content.decode()
     assert len(html) < 500_000
     assert "entries above" in html
     for mode in ("no-tools", "user-only", "labeled-only", "all"):
-        with django_assert_max_num_queries(16 + CHAT_QUERIES):
+        with django_assert_max_num_queries(16 + CHAT_QUERIES + NAV_QUERIES):
             assert alice_client.get(f"/sessions/{sid}/?filter={mode}").status_code == 200
     root = Entry.objects.filter(session=big, parent_id=None).values_list("entry_id", flat=True).first()
-    with django_assert_max_num_queries(16 + CHAT_QUERIES):
+    with django_assert_max_num_queries(16 + CHAT_QUERIES + NAV_QUERIES):
         assert alice_client.get(f"/sessions/{sid}/?target={root}").status_code == 200
     alts = Entry.objects.filter(session=big, type="message").values_list("parent_id", flat=True)
     counts: dict[str | None, int] = {}
@@ -115,6 +116,6 @@ def test_the_session_page_has_bounded_queries_large(alice_client, big, django_as
 def test_the_real_pi_fixture_renders(alice_client, alice, django_assert_max_num_queries):
     data = (FIXTURES / "large-session.jsonl").read_bytes()
     s = services.session_import(owner=alice, data=data).session
-    with django_assert_max_num_queries(16 + CHAT_QUERIES):
+    with django_assert_max_num_queries(16 + CHAT_QUERIES + NAV_QUERIES):
         r = alice_client.get(f"/sessions/{s.public_id}/")
     assert r.status_code == 200 and len(r.content) < 500_000
