@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import orjson
 from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.urls import reverse
@@ -119,10 +121,19 @@ def export_filename(session: Any) -> str:
 
 
 @router.get("/{session_id}/context", response=ContextOut, url_name="session_context")
-def session_context(request: HttpRequest, session_id: str, leaf: str | None = None) -> dict[str, Any]:
+def session_context(request: HttpRequest, session_id: str, leaf: str | None = None) -> HttpResponse:
     session = _session(request, session_id)
     audit.audit_record(action="session.context", obj_type="session", obj_id=session.public_id, extra={"leaf": leaf})
-    return selectors.session_context(session=session, leaf_id=leaf)
+    # Serialised directly (the schema documents it): validating every message costs as much as building it.
+    return _json(selectors.session_context(session=session, leaf_id=leaf))
+
+
+def _json(value: Any) -> HttpResponse:
+    try:
+        body = orjson.dumps(value)
+    except TypeError:  # integers beyond 64 bits, which stored lines may hold
+        body = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    return HttpResponse(body, content_type="application/json")
 
 
 @router.get("/{session_id}/tree", url_name="session_tree")

@@ -45,25 +45,25 @@ def entry_node(entry: Entry) -> Node:
     return Node(id=entry.entry_id, parent_id=entry.parent_id, type=entry.type, data=jsjson.loads(entry.raw))
 
 
+# The lines travel up the walk with it: no second lookup per entry and no sort in SQL.
 _WALK = """
-WITH RECURSIVE up(entry_id, parent_id, n) AS (
-    SELECT entry_id, parent_id, 0 FROM sessions_app_entry WHERE session_id = %s AND entry_id = %s
+WITH RECURSIVE up(entry_id, parent_id, type, raw, n) AS (
+    SELECT entry_id, parent_id, type, raw, 0 FROM sessions_app_entry WHERE session_id = %s AND entry_id = %s
     UNION ALL
-    SELECT e.entry_id, e.parent_id, up.n + 1 FROM sessions_app_entry e JOIN up
+    SELECT e.entry_id, e.parent_id, e.type, e.raw, up.n + 1 FROM sessions_app_entry e JOIN up
         ON e.session_id = %s AND e.entry_id = up.parent_id
     WHERE up.entry_id <> %s
 )
-SELECT e.entry_id, e.parent_id, e.type, e.raw FROM up JOIN sessions_app_entry e
-    ON e.session_id = %s AND e.entry_id = up.entry_id
-ORDER BY up.n DESC
+SELECT entry_id, parent_id, type, raw, n FROM up
 """
 
 
 def path_nodes(*, session: Session, leaf_id: str, stop_id: str | None = None) -> list[Node]:
     """Root-first path ending at leaf_id; starts at stop_id instead of the root if it is on the way."""
     with connection.cursor() as cursor:
-        cursor.execute(_WALK, [session.pk, leaf_id, session.pk, stop_id or "", session.pk])
+        cursor.execute(_WALK, [session.pk, leaf_id, session.pk, stop_id or ""])
         rows = cursor.fetchall()
+    rows.sort(key=lambda r: -r[4])
     return [Node(id=r[0], parent_id=r[1], type=r[2], data=jsjson.loads(r[3])) for r in rows]
 
 
