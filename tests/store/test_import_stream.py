@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 
@@ -14,7 +15,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(scope="module")
-def big_file(generated) -> bytes:
+def big_file(generated: Callable[..., bytes]) -> bytes:
     return generated(7000, seed=7, branch_prob=0.05, compactions=6, labels=30)
 
 
@@ -58,7 +59,7 @@ def test_a_dangling_parent_late_in_the_file_stores_nothing_on_a_grown_session(al
 def test_children_before_their_parents_still_import(alice):
     header = {"type": "session", "version": 3, "id": "order-test", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/"}
 
-    def msg(i: str, parent: str | None, text: str) -> dict:
+    def msg(i: str, parent: str | None, text: str) -> dict[str, object]:
         return {"type": "message", "id": i, "parentId": parent, "timestamp": "2026-01-01T00:00:01.000Z",
                 "message": {"role": "user", "content": text, "timestamp": 1767225601000}}  # fmt: skip
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -17,11 +19,11 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(scope="module")
-def generated_file(generated) -> bytes:
+def generated_file(generated: Callable[..., bytes]) -> bytes:
     return generated(1500, seed=11, branch_prob=0.1, compactions=3, labels=10)
 
 
-def _sql(statement: str, params: list) -> None:
+def _sql(statement: str, params: list[Any]) -> None:
     # Tampering goes around the app: triggers off for the statement, as an attacker with the
     # database would do.
     with connection.cursor() as cursor:
@@ -39,9 +41,9 @@ def test_intact_sessions_verify(alice, generated_file):
     imported = services.session_import(owner=alice, data=generated_file).session
     made = services.session_create(owner=alice, name="made here")
     services.entry_append(session=made, payload={"type": "custom", "customType": "x", "data": {"n": 1}})
-    services.session_fork(
-        session=imported, entry_id=Entry.objects.filter(session=imported).last().entry_id, owner=alice
-    )
+    last = Entry.objects.filter(session=imported).order_by("seq").last()
+    assert last is not None
+    services.session_fork(session=imported, entry_id=last.entry_id, owner=alice)
     for session in Session.objects.all():
         assert session_verify(session=session) is None
     call_command("verify_sessions")
