@@ -29,7 +29,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
-from django_htmx.http import HttpResponseClientRedirect, HttpResponseLocation
+from django_htmx.http import HttpResponseClientRedirect, HttpResponseLocation, HttpResponseStopPolling
 from django_htmx.middleware import HtmxDetails
 
 from sessions_app import (
@@ -164,6 +164,12 @@ def session_import(request: HtmxHttpRequest) -> HttpResponse:
 def import_progress(request: HtmxHttpRequest, job_id: str) -> HttpResponse:
     """A background import's progress (polled every 300 ms), then its result. Only its user sees it."""
     job = import_jobs.job_get(user=_request_user(request), job_id=job_id)
+    if job is None and request.htmx:
+        # Unknown (or lost in a restart): tell the poller to stop instead of failing every 300 ms.
+        return HttpResponseStopPolling(
+            '<p class="import-lost">This import is no longer tracked (the server may have restarted). '
+            "Reload the list to see what was imported.</p>"
+        )
     if job is None:
         raise Http404("No such import")
     return render(request, "sessions_app/import_progress.html", {"jobs": [job]})

@@ -88,7 +88,18 @@ def test_only_the_importing_user_sees_a_job(htmx_client, alice, bob, inline):
     other.force_login(bob)
     assert other.get(url).status_code == 404
     assert Client().get(url).status_code == 302  # signed out: to sign in
-    assert htmx_client.get("/import/nope/").status_code == 404
+    assert Client().get("/import/nope/").status_code == 302
+    bob_htmx = Client(headers={"HX-Request": "true"})
+    bob_htmx.force_login(bob)
+    assert bob_htmx.get(url).status_code == 286  # someone else's job: stop polling, reveal nothing
+    assert "no longer tracked" in bob_htmx.get(url).content.decode()
+    assert other.get("/import/nope/").status_code == 404
+
+
+def test_a_lost_job_stops_the_polling(htmx_client):
+    response = htmx_client.get("/import/lost-in-a-restart/")
+    assert response.status_code == 286  # htmx's "stop polling"
+    assert "Reload the list" in response.content.decode()
 
 
 def test_importing_into_a_team_needs_the_import_capability(alice, bob, inline):
