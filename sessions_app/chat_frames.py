@@ -151,16 +151,16 @@ def deleted() -> str:
     )
 
 
-def turn_start(event: events.TurnStartEvent) -> str:
-    return stream_bubble(session_id=event["session"], turn=event["turn"], model=event["model"])
+def turn_start(*, session_id: str, turn: str, model: str) -> str:
+    return stream_bubble(session_id=session_id, turn=turn, model=model)
 
 
-def delta(event: events.DeltaEvent) -> str:
-    turn = escape(event["turn"])
-    index = int(event["index"])
-    stamp = f'data-index="{index}" data-t="{float(event.get("t", 0)):.4f}"'
+def delta(*, turn: str, index: int, t: float, parts: Iterable[events.DeltaPart]) -> str:
+    """One coalesced delta; rendered once per delta by the runner (the event carries it)."""
+    turn = escape(turn)
+    stamp = f'data-index="{int(index)}" data-t="{float(t):.4f}"'
     out = []
-    for part in event["parts"]:
+    for part in parts:
         block = f"turn-{turn}-b{int(part['block'])}"
         if part["new"]:
             kind = escape(part["kind"])

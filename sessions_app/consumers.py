@@ -4,7 +4,13 @@ connect: authenticate and check access (session_get_for_user), join the session'
 then send the snapshot: the chat log for the leaf path, the live state (seq, leaf), every reply still
 streaming with the text so far, and who is viewing. Events that queued up meanwhile and are already
 in the snapshot are dropped: entries at or below the snapshot's seq, deltas at or below each turn's
-flushed index. After that it only forwards events as htmx out-of-band fragments (chat_frames).
+index in the snapshot (the runner's live state, streaming.live_get, else the row). After that it
+only forwards events as htmx out-of-band fragments (chat_frames); streamed output and presence
+arrive already rendered, so forwarding them is one socket write.
+
+With the in-memory layer the runner hands turn starts and deltas to this process's consumers
+directly (events.hub -> :meth:`SessionConsumer.hub_deliver`); a consumer joins the hub before reading
+its snapshot and buffers what it is handed until the snapshot has gone out.
 Commands never come through here: they are CSRF-protected POSTs (chat_views).
 """
 
@@ -26,6 +32,8 @@ class SessionConsumer(revoke.AccessRecheck, AsyncWebsocketConsumer):  # type: ig
     session_pk: int = 0
     group: str = ""
     user_group: str = ""
+    in_hub: bool = False
+    ready: bool = False  # the snapshot went out: hub events are forwarded, not buffered
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -43,6 +51,11 @@ class SessionConsumer(revoke.AccessRecheck, AsyncWebsocketConsumer):  # type: ig
         self.public_id = session.public_id
         self.group = events.group_name(session.pk)
         # Join before reading the snapshot: whatever happens after the read arrives as an event.
+        self.turn_index: dict[str, int] = {}
+        self.pending: list[events.TurnStartEvent | events.DeltaEvent] = []
+        if events.uses_hub():
+            events.hub.join(self.group, self)
+            self.in_hub = True
         await self.channel_layer.group_add(self.group, self.channel_name)
         # Access taken away (member removed, user deactivated) arrives on the user's group.
         self.user_group = revoke.user_group(user.pk)
@@ -50,12 +63,42 @@ class SessionConsumer(revoke.AccessRecheck, AsyncWebsocketConsumer):  # type: ig
         await self.accept()
         session, turns, viewers = await database_sync_to_async(self._snapshot)(user)
         self.snapshot_seq = session.last_seq
-        self.turn_index: dict[str, int] = {str(t.public_id): t.last_index for t in turns}
+        # The runner's live state is at least as new as the last delta published (the row lags).
+        live = await streaming.live_get([str(t.public_id) for t in turns])
+        for t in turns:
+            index, partial = live.get(str(t.public_id), (-1, None))
+            if index > t.last_index:
+                t.last_index, t.partial = index, partial
+        self.turn_index = {str(t.public_id): t.last_index for t in turns}
         await self.send(
             text_data=await database_sync_to_async(chat_frames.snapshot)(session=session, turns=turns, viewers=viewers)
         )
+        while self.pending:  # handed over by the hub while the snapshot was being built
+            await self._forward(self.pending.pop(0))
+        self.ready = True
         await self.channel_layer.group_send(self.group, self._presence_event(session.public_id, viewers))
         streaming.ensure_janitor()
+
+    async def hub_deliver(self, event: events.TurnStartEvent | events.DeltaEvent) -> None:
+        if self.ready:
+            await self._forward(event)
+        else:
+            self.pending.append(event)
+
+    async def _forward(self, event: events.TurnStartEvent | events.DeltaEvent) -> None:
+        if event["type"] == "session.delta":
+            await self.session_delta(event)
+        else:
+            await self.session_turn_start(event)
+
+    def _leave_hub(self) -> None:
+        if self.in_hub:
+            events.hub.leave(self.group, self)
+            self.in_hub = False
+
+    async def close(self, code: int | bool | None = None, reason: str | None = None) -> None:
+        self._leave_hub()  # nothing more reaches a socket being closed (access taken away, deleted)
+        await super().close(code, reason)
 
     def _snapshot(self, user: User) -> tuple[Session, list[Any], list[str]]:
         session = Session.objects.get(pk=self.session_pk)
@@ -67,9 +110,15 @@ class SessionConsumer(revoke.AccessRecheck, AsyncWebsocketConsumer):  # type: ig
 
     @staticmethod
     def _presence_event(public_id: str, viewers: list[str]) -> events.PresenceEvent:
-        return {"type": "session.presence", "session": public_id, "viewers": viewers}
+        return {
+            "type": "session.presence",
+            "session": public_id,
+            "viewers": viewers,
+            "html": chat_frames.presence(viewers),
+        }
 
     async def disconnect(self, code: int) -> None:
+        self._leave_hub()
         if not self.session_pk:
             return
         await self.channel_layer.group_discard(self.group, self.channel_name)
@@ -117,18 +166,18 @@ class SessionConsumer(revoke.AccessRecheck, AsyncWebsocketConsumer):  # type: ig
         if event["turn"] in self.turn_index:
             return
         self.turn_index[event["turn"]] = 0
-        await self.send(text_data=chat_frames.turn_start(event))
+        await self.send(text_data=event["html"])
 
     async def session_delta(self, event: events.DeltaEvent) -> None:
         seen = self.turn_index.get(event["turn"])
         if seen is not None and event["index"] <= seen:
             return
         self.turn_index[event["turn"]] = event["index"]
-        await self.send(text_data=chat_frames.delta(event))
+        await self.send(text_data=event["html"])
 
     async def session_stream_end(self, event: events.StreamEndEvent) -> None:
         self.turn_index.pop(event["turn"], None)
         await self.send(text_data=chat_frames.stream_end(event))
 
     async def session_presence(self, event: events.PresenceEvent) -> None:
-        await self.send(text_data=chat_frames.presence(event["viewers"]))
+        await self.send(text_data=event.get("html") or chat_frames.presence(event["viewers"]))

@@ -8,15 +8,21 @@ values travel (channels-redis serializes them with msgpack).
 Ordering and replay (STYLE 3.6): ``session.entry`` carries the session's ``seq`` (``last_seq``
 after the append); ``session.turn_start``/``session.delta`` carry a per-turn ``index`` (0 for the
 start, then 1, 2, ...). A consumer drops what its snapshot already covered.
+
+Streamed output is rendered once, by the turn runner: ``session.turn_start``, ``session.delta`` and
+``session.presence`` carry the ready websocket frame (``html``), so a consumer only forwards a
+string. With the in-memory layer (one process) :func:`publish_now` hands those events straight to
+the consumers of this process that joined the session (:class:`Hub`) instead of one channel-layer
+message per viewer; with a shared layer (Redis) it is a plain ``group_send``.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Literal, TypedDict
+from typing import Any, Literal, Protocol, TypedDict
 
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import transaction
 
 from sessions_app.models import Session
@@ -66,6 +72,7 @@ class TurnStartEvent(TypedDict):
     index: Literal[0]
     parent_id: str | None
     model: str
+    html: str  # the frame (chat_frames.turn_start), rendered once by the runner
 
 
 class DeltaPart(TypedDict):
@@ -83,7 +90,7 @@ class DeltaEvent(TypedDict):
     session: str
     turn: str
     index: int
-    parts: list[DeltaPart]
+    html: str  # the frame (chat_frames.delta of the parts), rendered once by the runner
     t: float  # wall time the oldest token in it was produced (latency measurements)
 
 
@@ -99,6 +106,7 @@ class PresenceEvent(TypedDict):
     type: Literal["session.presence"]
     session: str
     viewers: list[str]  # usernames, sorted, each once
+    html: str  # the frame (chat_frames.presence), rendered once by the sender
 
 
 Event = EntryEvent | LeafEvent | ChangedEvent | TurnStartEvent | DeltaEvent | StreamEndEvent | PresenceEvent
@@ -109,10 +117,57 @@ def group_name(session_pk: int) -> str:
     return f"session.{session_pk}"
 
 
-async def publish_now(session_pk: int, event: Event) -> None:
-    """Send at once (streamed output, which is not part of any transaction)."""
+class Listener(Protocol):
+    async def hub_deliver(self, event: Any) -> None: ...
+
+
+class Hub:
+    """This process's consumers by group, for events that need not cross processes.
+
+    Used only with the in-memory layer, where the runner and every viewer share the process: one
+    direct call per viewer instead of a deep-copied message, a task and a queue hop per viewer.
+    Delivery order is the runner's order (it awaits each publish); a consumer still building its
+    snapshot buffers what it is handed (SessionConsumer.hub_deliver).
+    """
+
+    def __init__(self) -> None:
+        self.groups: dict[str, dict[int, Listener]] = {}
+
+    def join(self, group: str, listener: Listener) -> None:
+        self.groups.setdefault(group, {})[id(listener)] = listener
+
+    def leave(self, group: str, listener: Listener) -> None:
+        members = self.groups.get(group)
+        if members is not None:
+            members.pop(id(listener), None)
+            if not members:
+                del self.groups[group]
+
+    async def send(self, group: str, event: Any) -> None:
+        for listener in list(self.groups.get(group, {}).values()):
+            try:
+                await listener.hub_deliver(event)
+            except Exception:  # one broken socket must not stop the others
+                log.exception("delivering %s to a viewer failed", event.get("type"))
+
+
+hub = Hub()
+
+
+def uses_hub() -> bool:
+    """True when every viewer and every runner live in this process (the in-memory layer)."""
+    return isinstance(get_channel_layer(), InMemoryChannelLayer)
+
+
+async def publish_now(session_pk: int, event: TurnStartEvent | DeltaEvent) -> None:
+    """Send streamed output at once (not part of any transaction): through the hub with the
+    in-memory layer, else to the group on the shared layer."""
     layer = get_channel_layer()
-    if layer is not None:
+    if layer is None:
+        return
+    if isinstance(layer, InMemoryChannelLayer):
+        await hub.send(group_name(session_pk), event)
+    else:
         await layer.group_send(group_name(session_pk), dict(event))
 
 

@@ -2,10 +2,19 @@
 
 A turn is a :class:`~sessions_app.models.StreamingTurn` row. :func:`run_turn` claims it, builds the
 context at the turn's parent (``selectors.session_context`` -> ``compaction.convert_to_llm``), and
-streams the provider's events. Output is coalesced (at most one ``session.delta`` per
-``PIWEB_STREAM_INTERVAL_MS``, the first one at once); before each delta is published the partial
-message and the delta's index are written to the row, so a viewer's snapshot (row) plus the deltas
-after its index is the whole text exactly once, and a crash loses at most one interval.
+streams the provider's events. Output is coalesced: a delta goes out at once when the previous one
+left more than ``PIWEB_STREAM_INTERVAL_MS`` ago, else when that interval is up, so tokens only wait
+under load. Each delta frame is rendered once here (chat_frames.delta) and travels ready-made.
+
+Snapshot + stream = every delta exactly once: before a delta is published, the partial message and
+its index become the turn's *live state* (:func:`live_set`: this process's memory, and Redis when
+the layer is shared), which a connecting viewer's snapshot prefers over the row (:func:`live_get`).
+The row itself (``partial``/``last_index``) is written in the background at most every
+``PIWEB_STREAM_SAVE_MS`` (:class:`_Saver`), off the delta path, for crash survival. Recovery of a
+dead runner's turn prefers the live state in Redis when it is newer than the row, so with a shared
+layer nothing a viewer was shown is lost; with the in-memory layer (the runner dies with the whole
+server) at most ``PIWEB_STREAM_SAVE_MS`` of output is. ``PIWEB_STREAM_SAVE_MS=0`` writes the row
+before every delta instead (the old, slower behaviour).
 
 Where turns run: with the in-memory channel layer, as an asyncio task in the process that served the
 request (:func:`dispatch` from an async view); with Redis, in a Channels worker
@@ -30,13 +39,14 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, Literal
 
+import orjson
 from channels.db import database_sync_to_async
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from sessions_app import compaction, events, selectors, services
+from sessions_app import chat_frames, compaction, events, selectors, services
 from sessions_app.errors import SessionsError
 from sessions_app.llm.assemble import Assembler
 from sessions_app.llm.base import Error, Event, ModelInfo, TextDelta, ThinkingDelta, ToolCallDelta
@@ -57,6 +67,10 @@ _tasks: set[asyncio.Task[Any]] = set()  # strong references to running turn task
 
 def stream_interval() -> float:
     return int(getattr(settings, "PIWEB_STREAM_INTERVAL_MS", 50)) / 1000
+
+
+def save_interval() -> float:
+    return int(getattr(settings, "PIWEB_STREAM_SAVE_MS", 200)) / 1000
 
 
 def stale_after() -> float:
@@ -202,6 +216,94 @@ def finish_turn(turn: StreamingTurn, message: dict[str, Any], *, expect_runner: 
     return entry_id
 
 
+# --- live state: the newest published (index, partial) of each running turn -----------------------
+
+LIVE_KEEP_SECONDS = 60.0  # a finished turn's live state stays this long (late snapshots stay exact)
+_live: dict[str, tuple[int, dict[str, Any]]] = {}  # turn public id -> (index, partial message)
+_redis_clients: dict[int, Any] = {}  # redis.asyncio client per event loop
+
+
+def _redis() -> Any:
+    import redis.asyncio as aioredis
+
+    loop = asyncio.get_running_loop()
+    client = _redis_clients.get(id(loop))
+    if client is None or client[0] is not loop:
+        client = (loop, aioredis.from_url(str(settings.REDIS_URL)))
+        _redis_clients[id(loop)] = client
+    return client[1]
+
+
+def _live_key(turn_id: str) -> str:
+    return f"piweb:live:{turn_id}"
+
+
+async def live_set(turn_id: str, index: int, message: dict[str, Any]) -> None:
+    """Record what has been published so far; call before publishing the delta with this index."""
+    _live[turn_id] = (index, message)  # one assignment: a reader sees the old or the new pair
+    if uses_worker():
+        await _redis().set(_live_key(turn_id), orjson.dumps([index, message]), ex=int(stale_after() * 4) + 60)
+
+
+async def live_get(turn_ids: list[str]) -> dict[str, tuple[int, dict[str, Any]]]:
+    """The newest live state of these turns: this process's, or Redis's when the layer is shared."""
+    found = {t: _live[t] for t in turn_ids if t in _live}
+    if turn_ids and uses_worker():
+        for turn_id, raw in zip(turn_ids, await _redis().mget([_live_key(t) for t in turn_ids]), strict=True):
+            if raw is not None:
+                index, message = orjson.loads(raw)
+                if turn_id not in found or found[turn_id][0] < index:
+                    found[turn_id] = (int(index), message)
+    return found
+
+
+async def _live_forget(turn_id: str) -> None:
+    """A finished turn: drop its live state later (a snapshot that read the row as streaming just
+    before it finished still finds the final index)."""
+    asyncio.get_running_loop().call_later(LIVE_KEEP_SECONDS, _live.pop, turn_id, None)
+    if uses_worker():
+        await _redis().expire(_live_key(turn_id), int(LIVE_KEEP_SECONDS))
+
+
+class _Saver:
+    """Writes the partial to the row in the background, at most every save_interval(), newest only."""
+
+    def __init__(self, turn_pk: int) -> None:
+        self.turn_pk = turn_pk
+        self.pending: tuple[dict[str, Any], int] | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.last = 0.0
+        self.saves = 0
+
+    def offer(self, message: dict[str, Any], index: int) -> None:
+        self.pending = (message, index)
+        if self.task is None or self.task.done():
+            self.task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        while self.pending is not None:
+            wait = self.last + save_interval() - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            item, self.pending = self.pending, None
+            if item is None:  # close() came while waiting
+                return  # type: ignore[unreachable]
+            try:
+                await database_sync_to_async(_save_partial)(self.turn_pk, item[0], item[1])
+                self.saves += 1
+            except Exception:  # pragma: no cover - a lost save only widens what a crash loses
+                log.exception("turn %s: saving the partial failed", self.turn_pk)
+            self.last = time.monotonic()
+
+    async def close(self) -> None:
+        """Stop saving (the turn's end writes the final message itself)."""
+        self.pending = None
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+            with contextlib.suppress(BaseException):
+                await self.task
+
+
 # --- the runner -----------------------------------------------------------------------------------
 
 
@@ -272,8 +374,10 @@ async def run_turn(turn_pk: int, *, registry: Registry | None = None) -> str | N
     _local_aborts[turn_id] = abort
     watcher = asyncio.create_task(_watch(turn_pk, abort))
     coalescer = _Coalescer(Assembler(model=model, timestamp_ms=now_ms()))
+    saver = _Saver(turn_pk)
     index = 0
     try:
+        model_name = f"{model.provider}/{model.id}"
         await events.publish_now(
             session_pk,
             {
@@ -282,7 +386,8 @@ async def run_turn(turn_pk: int, *, registry: Registry | None = None) -> str | N
                 "turn": turn_id,
                 "index": 0,
                 "parent_id": turn.parent_id,
-                "model": f"{model.provider}/{model.id}",
+                "model": model_name,
+                "html": chat_frames.turn_start(session_id=session_id, turn=turn_id, model=model_name),
             },
         )
 
@@ -293,13 +398,18 @@ async def run_turn(turn_pk: int, *, registry: Registry | None = None) -> str | N
             if not parts:
                 return
             index += 1
-            await database_sync_to_async(_save_partial)(turn_pk, coalescer.asm.message(), index)
+            message = coalescer.asm.message()
+            await live_set(turn_id, index, message)
+            if save_interval() <= 0:  # strict: the row is written before every delta goes out
+                await database_sync_to_async(_save_partial)(turn_pk, message, index)
+            else:
+                saver.offer(message, index)
             delta: events.DeltaEvent = {
                 "type": "session.delta",
                 "session": session_id,
                 "turn": turn_id,
                 "index": index,
-                "parts": parts,
+                "html": chat_frames.delta(turn=turn_id, index=index, t=first_at, parts=parts),
                 "t": first_at,
             }
             await events.publish_now(session_pk, delta)
@@ -313,11 +423,16 @@ async def run_turn(turn_pk: int, *, registry: Registry | None = None) -> str | N
         watcher.cancel()
         with contextlib.suppress(BaseException):
             await watcher
+        await saver.close()
         _local_aborts.pop(turn_id, None)
     if not coalescer.asm.finished:
         coalescer.asm.feed(Error("The stream ended without a stop reason"))
     message = coalescer.asm.message()
     entry_id: str | None = await database_sync_to_async(finish_turn)(turn, message, expect_runner=RUNNER_ID)
+    try:
+        await _live_forget(turn_id)
+    except Exception:  # pragma: no cover - Redis expires the key anyway
+        log.exception("turn %s: dropping the live state failed", turn_id)
     if entry_id is not None and message["stopReason"] in ("stop", "length", "toolUse"):
         try:
             await auto_compact(session_pk, entry_id, model, message, registry)
@@ -449,6 +564,9 @@ def recover_stale_turns(*, session: Session | None = None, everything: bool = Fa
     for turn in query.select_related("session"):
         if not is_stale(turn, everything=everything):
             continue
+        index, partial = _live_saved(str(turn.public_id))
+        if index > turn.last_index and partial:  # newer than the row: everything viewers were shown
+            turn.partial, turn.last_index = partial, index
         message = dict(turn.partial or _empty_message(turn))
         message["stopReason"] = "error"
         message["errorMessage"] = CRASH_MESSAGE
@@ -457,6 +575,26 @@ def recover_stale_turns(*, session: Session | None = None, everything: bool = Fa
         finish_turn(turn, message, expect_runner=None)
         recovered.append(str(turn.public_id))
     return recovered
+
+
+def _live_saved(turn_id: str) -> tuple[int, dict[str, Any] | None]:
+    """The live state a dead runner left (this process's memory, else Redis when shared)."""
+    if turn_id in _live:
+        return _live[turn_id]
+    if not uses_worker():
+        return -1, None
+    import redis
+
+    try:
+        with redis.Redis.from_url(str(settings.REDIS_URL)) as client:
+            raw = client.get(_live_key(turn_id))
+    except Exception:  # pragma: no cover - recovery goes on with the row's partial
+        log.exception("turn %s: reading the live state failed", turn_id)
+        return -1, None
+    if raw is None:
+        return -1, None
+    index, message = orjson.loads(raw)
+    return int(index), message
 
 
 def _empty_message(turn: StreamingTurn) -> dict[str, Any]:
