@@ -189,7 +189,7 @@ if __name__ == "__main__":
     parser.add_argument("--viewers", type=int, default=50)
     parser.add_argument("--turns", type=int, default=8)
     parser.add_argument("--concurrent", type=int, default=4)
-    parser.add_argument("--interval-ms", type=int, default=50)
+    parser.add_argument("--interval-ms", type=int, default=10)
     parser.add_argument("--demo-delay", type=float, default=0.005)
     parser.add_argument("--idle", type=int, default=200, help="sockets opened for the memory measurement")
     parser.add_argument("--redis", default="", help="channel layer URL (a turn worker process runs the turns)")

@@ -185,7 +185,8 @@ PIWEB_LLM_MODELS = env_str("PIWEB_LLM_MODELS")  # JSON list in pi's models.json 
 PIWEB_DEMO_DELAY = env_str("PIWEB_DEMO_DELAY", "0.02")  # seconds between the demo model's words
 
 # Live chat (sessions_app/streaming.py): delta coalescing, crash detection, presence, compaction.
-PIWEB_STREAM_INTERVAL_MS = env_int("PIWEB_STREAM_INTERVAL_MS", 50)
+PIWEB_STREAM_INTERVAL_MS = env_int("PIWEB_STREAM_INTERVAL_MS", 10)  # coalescing only under load
+PIWEB_STREAM_SAVE_MS = env_int("PIWEB_STREAM_SAVE_MS", 200)  # partial -> row, off the delta path; 0: before each delta
 PIWEB_TURN_STALE_SECONDS = env_int("PIWEB_TURN_STALE_SECONDS", 15)
 PIWEB_PRESENCE_TTL_SECONDS = env_int("PIWEB_PRESENCE_TTL_SECONDS", 90)
 PIWEB_JANITOR = env_bool("PIWEB_JANITOR", True)

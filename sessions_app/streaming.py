@@ -66,7 +66,7 @@ _tasks: set[asyncio.Task[Any]] = set()  # strong references to running turn task
 
 
 def stream_interval() -> float:
-    return int(getattr(settings, "PIWEB_STREAM_INTERVAL_MS", 50)) / 1000
+    return int(getattr(settings, "PIWEB_STREAM_INTERVAL_MS", 10)) / 1000
 
 
 def save_interval() -> float:
