@@ -14,6 +14,7 @@ from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from sessions_app import chat_frames, events, jsjson, streaming
+from sessions_app.consumers import SessionConsumer
 from sessions_app.models import Entry, StreamingTurn
 from tests.chat.conftest import connect, delta_text, frames_until, snapshot_text, wait_turns_done
 
@@ -100,7 +101,7 @@ async def test_partial_is_saved_to_the_row_while_streaming_and_throttled(
             seen = row
             break
         await asyncio.sleep(0.01)
-    assert seen is not None and seen.partial["content"][0]["text"]
+    assert seen is not None and seen.partial is not None and seen.partial["content"][0]["text"]
     await wait_turns_done(chat_session)
     final = await StreamingTurn.objects.aget(session=chat_session)
     assert final.last_index > len(saves) >= 2  # fewer writes than deltas
@@ -156,7 +157,9 @@ async def test_hub_buffers_during_the_snapshot_and_forgets_closed_sockets(chat_s
     group = events.group_name(chat_session.pk)
     comm = await connect(alice, chat_session)
     await frames_until(comm, "chat-presence")
-    [consumer] = events.hub.groups[group].values()
+    [listener] = events.hub.groups[group].values()
+    assert isinstance(listener, SessionConsumer)
+    consumer = listener
     turn = str(uuid.uuid4())
     consumer.ready = False  # as while its snapshot is being built
     consumer.turn_index[turn] = 1
