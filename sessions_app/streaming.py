@@ -223,13 +223,25 @@ _live: dict[str, tuple[int, dict[str, Any]]] = {}  # turn public id -> (index, p
 _redis_clients: dict[int, Any] = {}  # redis.asyncio client per event loop
 
 
+def _redis_url() -> str:
+    """The shared layer's Redis (its first host), where live state is kept next to the messages."""
+    layer: dict[str, Any] = settings.CHANNEL_LAYERS["default"]
+    config: dict[str, Any] = layer.get("CONFIG") or {}
+    host: Any = (config.get("hosts") or [getattr(settings, "REDIS_URL", "")])[0]
+    if isinstance(host, dict):
+        host = host.get("address", "")
+    if isinstance(host, list | tuple):
+        host = f"redis://{host[0]}:{host[1]}"
+    return str(host)
+
+
 def _redis() -> Any:
     import redis.asyncio as aioredis
 
     loop = asyncio.get_running_loop()
     client = _redis_clients.get(id(loop))
     if client is None or client[0] is not loop:
-        client = (loop, aioredis.from_url(str(settings.REDIS_URL)))
+        client = (loop, aioredis.from_url(_redis_url()))
         _redis_clients[id(loop)] = client
     return client[1]
 
@@ -242,7 +254,10 @@ async def live_set(turn_id: str, index: int, message: dict[str, Any]) -> None:
     """Record what has been published so far; call before publishing the delta with this index."""
     _live[turn_id] = (index, message)  # one assignment: a reader sees the old or the new pair
     if uses_worker():
-        await _redis().set(_live_key(turn_id), orjson.dumps([index, message]), ex=int(stale_after() * 4) + 60)
+        try:
+            await _redis().set(_live_key(turn_id), orjson.dumps([index, message]), ex=int(stale_after() * 4) + 60)
+        except Exception:  # Redis away: the delta's publish fails too; the turn itself goes on
+            log.exception("turn %s: saving the live state failed", turn_id)
 
 
 async def live_get(turn_ids: list[str]) -> dict[str, tuple[int, dict[str, Any]]]:
@@ -586,7 +601,7 @@ def _live_saved(turn_id: str) -> tuple[int, dict[str, Any] | None]:
     import redis
 
     try:
-        with redis.Redis.from_url(str(settings.REDIS_URL)) as client:
+        with redis.Redis.from_url(_redis_url()) as client:
             raw = client.get(_live_key(turn_id))
     except Exception:  # pragma: no cover - recovery goes on with the row's partial
         log.exception("turn %s: reading the live state failed", turn_id)
