@@ -150,10 +150,17 @@ def test_recovery_uses_the_live_state_a_dead_runner_left(chat_session):
     assert msg["content"][0]["text"] == "Hello world" and msg["stopReason"] == "error"
 
 
+@pytest.fixture
+def in_memory_layer(settings):
+    """The hub serves the in-memory layer only; this test runs there whatever CI configured."""
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+
 @pytest.mark.asyncio
-async def test_hub_buffers_during_the_snapshot_and_forgets_closed_sockets(chat_session, alice, turn_worker):
-    if not events.uses_hub():
-        pytest.skip("the hub is for the in-memory layer")
+async def test_hub_buffers_during_the_snapshot_and_forgets_closed_sockets(
+    in_memory_layer, chat_session, alice, turn_worker
+):
+    assert events.uses_hub()
     group = events.group_name(chat_session.pk)
     comm = await connect(alice, chat_session)
     await frames_until(comm, "chat-presence")
