@@ -272,7 +272,10 @@ def _locked(session: Session) -> Session:
     SessionNotFound if it was deleted meanwhile (a writer that waited for the delete's lock).
     """
     # Raw SQL: this runs on every append, and the ORM's query building costs more than the query.
-    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    # NO KEY UPDATE: it still serializes writers of this session, but does not block the key-share
+    # locks that inserting rows referring to the session takes (audit records), which would deadlock
+    # against a writer holding the audit chain's head.
+    lock = " FOR NO KEY UPDATE" if connection.features.has_select_for_no_key_update else ""
     found = list(
         Session.objects.raw(f"SELECT * FROM sessions_app_session WHERE id = %s AND NOT deleting{lock}", [session.pk])
     )
@@ -647,7 +650,9 @@ def session_import(
     limits = import_limits()
     session_id = _peek_header_id(data)
     with transaction.atomic():
-        existing = Session.objects.select_for_update().filter(public_id=session_id).first() if session_id else None
+        existing = (
+            Session.objects.select_for_update(no_key=True).filter(public_id=session_id).first() if session_id else None
+        )
         if existing is not None and (existing.owner_id != owner.pk or existing.deleting):
             raise SessionConflict(f"session {session_id} already exists in piweb under another account")
         grown = _grown_tail(existing, data)

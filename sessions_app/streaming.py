@@ -180,7 +180,13 @@ def finish_turn(turn: StreamingTurn, message: dict[str, Any], *, expect_runner: 
     expect_runner: only finish if this runner still owns the turn (None: recovery, any owner).
     The entry moves the leaf only if the leaf is still where the turn started.
     """
-    locked = StreamingTurn.objects.select_for_update().select_related("session").filter(pk=turn.pk).first()
+    # Lock the turn only (not the joined session row), and without blocking key-share locks.
+    locked = (
+        StreamingTurn.objects.select_for_update(of=("self",), no_key=True)
+        .select_related("session")
+        .filter(pk=turn.pk)
+        .first()
+    )
     if locked is None or locked.status not in ACTIVE:
         return None
     if expect_runner is not None and locked.runner != expect_runner:
