@@ -176,7 +176,6 @@ TEAM_ROLES = ("viewer", "reviewer", "editor", "admin")
 
 
 class Membership(models.Model):
-
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=16, choices=[(r, r) for r in TEAM_ROLES])

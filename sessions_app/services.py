@@ -7,7 +7,6 @@ piweb persists on the session row.
 from __future__ import annotations
 
 import hashlib
-import hmac
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
@@ -24,11 +23,13 @@ from django.dispatch import receiver
 from django.utils import timezone
 
 from sessions_app import audit, events, jsjson, piformat
+from sessions_app import chain as chainhash
 from sessions_app import selectors as sel
 from sessions_app.context import PathState, advance
 from sessions_app.errors import EntryNotFound, ImportRejected, InvalidEntry, SessionConflict, SessionNotFound
+from sessions_app.listing import storable, update_listing
 from sessions_app.models import Entry, Session
-from sessions_app.tree import Node, js_trim, message_text, parse_timestamp_ms, row_text
+from sessions_app.tree import Node, parse_timestamp_ms, row_text
 
 UNSET: Any = object()
 
@@ -70,36 +71,29 @@ class _Known:
     chain: str = ""  # the entry's chain hash (see entry_chain_hash)
 
 
-def entry_chain_hash(parent_chain: str | None, seq: int, entry_id: str, raw: str) -> str:
-    """HMAC-SHA256 (key: settings.PIWEB_CHAIN_KEY) over the parent's chain hash, the entry's place
-    and id, and its exact line. Rewriting, moving or inserting an entry breaks its hash (and,
-    through the parent hash, those below it); without the key the database cannot forge new ones."""
-    mac = _chain_mac()
-    mac.update(f"{parent_chain or ''}\n{seq}\n{entry_id}\n{raw}".encode())
-    return mac.hexdigest()
+def entry_chain_hash(parent_chain: str | None, seq: int, entry_id: str, raw: str | bytes) -> str:
+    """See chain.entry_chain_hash; the key is settings.PIWEB_CHAIN_KEY."""
+    line = raw.encode() if isinstance(raw, str) else raw
+    return chainhash.entry_chain_hash(_chain_key(), parent_chain, seq, entry_id, line)
 
 
-def session_digest(previous: str, chain: str) -> str:
-    """The session's running digest after one more entry (in seq order): catches removed rows,
-    including the last one, which no chain hash points at."""
-    mac = _chain_mac()
-    mac.update(f"{previous}:{chain}".encode())
-    return mac.hexdigest()
+def session_digest(previous: str, chain_hash: str) -> str:
+    return chainhash.session_digest(_chain_key(), previous, chain_hash)
 
 
-_KEYED: list[hmac.HMAC] = []  # the keyed HMAC, copied per use: cheaper than re-keying or reading settings
+_KEY: list[bytes] = []  # settings.PIWEB_CHAIN_KEY as bytes, read once: this runs per stored entry
 
 
-def _chain_mac() -> hmac.HMAC:
-    if not _KEYED:
-        _KEYED.append(hmac.new(str(settings.PIWEB_CHAIN_KEY).encode(), digestmod=hashlib.sha256))
-    return _KEYED[0].copy()
+def _chain_key() -> bytes:
+    if not _KEY:
+        _KEY.append(str(settings.PIWEB_CHAIN_KEY).encode())
+    return _KEY[0]
 
 
 @receiver(setting_changed)
 def _chain_key_changed(*, setting: str, **kwargs: Any) -> None:
     if setting in ("PIWEB_CHAIN_KEY", "SECRET_KEY"):
-        _KEYED.clear()
+        _KEY.clear()
 
 
 def _stored_states(session: Session, ids: Iterable[str]) -> dict[str, _Known]:
@@ -193,7 +187,7 @@ def _insert(
             cached = _state_json(state_json, info.state)
             kept_from = _kept_from(session, data, parents, computed) if data["type"] == "compaction" else None
             rows.append(_row(session, data, raw, preview, info, cached, kept_from, author_id, created_at))
-            _update_listing(session, data)
+            update_listing(session, data)
             if len(rows) >= 2000:
                 cursor.executemany(_INSERT, rows)
                 rows = []
@@ -231,39 +225,6 @@ def _kept_from(
             return None
         node = parents[node]
     return target if _is_stored_ancestor(session, node, target, target_depth) else None
-
-
-def _update_listing(session: Session, data: Mapping[str, Any]) -> None:
-    kind = data["type"]
-    if kind == "session_info":
-        # pi lists the latest session_info's name: an empty or missing one clears it.
-        name = data.get("name")
-        session.name = _storable(js_trim(name)) if isinstance(name, str) else ""
-    elif kind == "message":
-        message = data["message"]
-        session.message_count += 1
-        role = message.get("role")
-        if role in ("user", "assistant"):
-            ts = message.get("timestamp")
-            ms = (
-                ts
-                if isinstance(ts, int | float) and not isinstance(ts, bool)
-                else parse_timestamp_ms(data["timestamp"])
-            )
-            if ms and ms > session.modified_ms:
-                session.modified_ms = int(ms)
-        if role == "user" and not session.first_message:
-            session.first_message = _storable(message_text(message))
-
-
-def _storable(text: str) -> str:
-    """text with unpaired UTF-16 surrogates as U+FFFD. JSON may hold them ("\\ud800", which
-    JSON.stringify writes for a string cut inside a pair); UTF-8 databases refuse them."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
 
 
 def _locked(session: Session) -> Session:
@@ -829,7 +790,7 @@ class _ImportStream:
         self.rows.append(
             _row(self.session, data, raw, line.preview, info, columns, kept_from, self.owner.pk, self.created_at)
         )
-        _update_listing(self.session, data)
+        update_listing(self.session, data)
         if len(self.rows) >= self.BATCH:
             self.writer.submit(self.rows)
             self.rows = []
@@ -897,7 +858,7 @@ def _row(
     return (
         session.pk, session.last_seq, data["id"], data["parentId"], data["type"],
         role if isinstance(role, str) else None, data["timestamp"], parse_timestamp_ms(data["timestamp"]) or 0,
-        raw if isinstance(raw, str) else raw.raw, _storable(row_text(data) if preview is None else preview),
+        raw if isinstance(raw, str) else raw.raw, storable(row_text(data) if preview is None else preview),
         info.depth, state_json[1], state_json[2], info.state.compaction_id, kept_from, author_id, created_at,
         info.chain,
     )  # fmt: skip
