@@ -314,9 +314,10 @@ def _parse_line(chunk: bytes, number: int, limits: Limits) -> tuple[Any, Problem
     return value, None
 
 
-def _lines(data: bytes) -> Iterator[tuple[int, int, int]]:
-    """(1-based number, start, end) of each line, without building a list of them all."""
-    start, number, size = 0, 0, len(data)
+def _lines(data: bytes, start: int = 0, number: int = 0) -> Iterator[tuple[int, int, int]]:
+    """(1-based number, start, end) of each line from offset start (after line number), without
+    building a list of them all."""
+    size = len(data)
     while start < size:
         end = data.find(b"\n", start)
         if end < 0:
@@ -343,6 +344,50 @@ def slim(data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k not in drop}
 
 
+@dataclass(frozen=True, slots=True)
+class Header:
+    obj: dict[str, Any]
+    raw: str  # the line's exact text
+    number: int  # its 1-based line number (blank lines may come first)
+    end: int  # offset just past the line and its newline
+    version: int
+
+
+def read_header(data: bytes, limits: Limits) -> tuple[Header | None, Problem | None]:
+    """The session header (the first non-blank line), or the problem that makes the file unusable."""
+    for number, start, end in _lines(data):
+        value, problem = _parse_line(data[start:end], number, limits)
+        if problem is not None:
+            return None, Problem(problem.line, f"broken header: {problem.message}")
+        if value is not None:
+            problem = _header_problem(value, number)
+            if problem is not None:
+                return None, problem
+            version = int(value.get("version", 1))
+            if version > CURRENT_VERSION:
+                return None, Problem(number, f"unsupported session format version {version}")
+            return Header(value, data[start:end].decode(), number, end + 1, version), None
+    return None, Problem(0, "the file is empty: no session header")
+
+
+def _header_problem(header: dict[str, Any], number: int) -> Problem | None:
+    if header.get("type") != "session" or not isinstance(header.get("id"), str) or not header["id"]:
+        return Problem(number, 'missing session header: the first line must be {"type":"session","id":...}')
+    unstorable = [k for k in ("id", "cwd", "timestamp") if isinstance(v := header.get(k), str) and not well_formed(v)]
+    if unstorable:
+        return Problem(number, f"field '{unstorable[0]}' holds an unpaired UTF-16 surrogate")
+    if "/" in header["id"] or not header["id"].isprintable():
+        # The id names the session in URLs; pi's own ids are UUIDs.
+        return Problem(number, "field 'id' must not contain '/' or control characters")
+    for key, limit in (("id", MAX_ID_CHARS), ("timestamp", MAX_SHORT_CHARS)):
+        if len(str(header.get(key, ""))) > limit:  # str(): as Session.created stores it
+            return Problem(number, f"field '{key}' is longer than {limit} characters")
+    version = header.get("version", 1)
+    if not _is_num(version) or version != int(version) or version < 1:
+        return Problem(number, f"field 'version' must be 1, 2 or 3, not {version!r}")
+    return None
+
+
 def parse(
     data: bytes,
     *,
@@ -366,54 +411,17 @@ def parse(
         result.fatal = True
         return result
 
-    lines_iter = _lines(data)
-    header, header_raw, header_number = None, "", 0
-    for number, start, end in lines_iter:
-        result.lines = number
-        value, problem = _parse_line(data[start:end], number, limits)
-        raw = data[start:end].decode() if value is not None else ""
-        if problem is not None:
-            result.problems.append(Problem(problem.line, f"broken header: {problem.message}"))
-            result.fatal = True
-            return result
-        if value is not None:
-            header, header_raw, header_number = value, raw, number
-            break
-    if header is None:
-        result.problems.append(Problem(0, "the file is empty: no session header"))
+    header_info, problem = read_header(data, limits)
+    if problem is not None:
+        result.problems.append(problem)
         result.fatal = True
         return result
-    if header.get("type") != "session" or not isinstance(header.get("id"), str) or not header["id"]:
-        result.problems.append(
-            Problem(header_number, 'missing session header: the first line must be {"type":"session","id":...}')
-        )
-        result.fatal = True
-        return result
-    unstorable = [k for k in ("id", "cwd", "timestamp") if isinstance(v := header.get(k), str) and not well_formed(v)]
-    if unstorable:
-        result.problems.append(Problem(header_number, f"field '{unstorable[0]}' holds an unpaired UTF-16 surrogate"))
-        result.fatal = True
-        return result
-    if "/" in header["id"] or not header["id"].isprintable():
-        # The id names the session in URLs; pi's own ids are UUIDs.
-        result.problems.append(Problem(header_number, "field 'id' must not contain '/' or control characters"))
-        result.fatal = True
-        return result
-    for key, limit in (("id", MAX_ID_CHARS), ("timestamp", MAX_SHORT_CHARS)):
-        if len(str(header.get(key, ""))) > limit:  # str(): as Session.created stores it
-            result.problems.append(Problem(header_number, f"field '{key}' is longer than {limit} characters"))
-            result.fatal = True
-            return result
-    version = header.get("version", 1)
-    if not _is_num(version) or version != int(version) or version < 1:
-        result.problems.append(Problem(header_number, f"field 'version' must be 1, 2 or 3, not {version!r}"))
-        result.fatal = True
-        return result
-    if version > CURRENT_VERSION:
-        result.problems.append(Problem(header_number, f"unsupported session format version {version}"))
-        result.fatal = True
-        return result
-    result.version = int(version)
+    assert header_info is not None
+    header, header_raw = header_info.obj, header_info.raw
+    result.lines = header_info.number
+    lines_iter = _lines(data, header_info.end, header_info.number)
+    version = header_info.version
+    result.version = version
     lines: list[Line] = []
 
     def accept(number: int, source: bytes, start: int, end: int, obj: dict[str, Any]) -> None:
