@@ -175,6 +175,8 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 PIWEB_IMPORT_MAX_LINE_BYTES = env_int("PIWEB_IMPORT_MAX_LINE_BYTES", 32 * 1024 * 1024)
 PIWEB_IMPORT_MAX_FILE_BYTES = env_int("PIWEB_IMPORT_MAX_FILE_BYTES", 2 * 1024 * 1024 * 1024)
 PIWEB_IMPORT_MAX_DEPTH = env_int("PIWEB_IMPORT_MAX_DEPTH", 512)
+# Files this big or bigger (new sessions, v3) have their rows built by a worker process; -1: never.
+PIWEB_IMPORT_WORKER_MIN_BYTES = env_int("PIWEB_IMPORT_WORKER_MIN_BYTES", 4 * 1024 * 1024)
 
 # LLM providers (sessions_app/llm/registry.py). No key: only the offline demo model is offered.
 PIWEB_OPENAI_API_KEY = env_secret("PIWEB_OPENAI_API_KEY")

@@ -7,6 +7,7 @@ piweb persists on the session row.
 from __future__ import annotations
 
 import hashlib
+import logging
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
@@ -22,7 +23,7 @@ from django.db import IntegrityError, connection, transaction
 from django.dispatch import receiver
 from django.utils import timezone
 
-from sessions_app import audit, events, jsjson, piformat
+from sessions_app import audit, events, import_worker, jsjson, piformat
 from sessions_app import chain as chainhash
 from sessions_app import selectors as sel
 from sessions_app.context import PathState, advance
@@ -30,6 +31,9 @@ from sessions_app.errors import EntryNotFound, ImportRejected, InvalidEntry, Ses
 from sessions_app.listing import storable, update_listing
 from sessions_app.models import Entry, Session
 from sessions_app.tree import Node, parse_timestamp_ms, row_text
+from sessions_app.worker_client import WorkerRun
+
+log = logging.getLogger(__name__)
 
 UNSET: Any = object()
 
@@ -616,6 +620,14 @@ def session_import(
         )
         if existing is not None and (existing.owner_id != owner.pk or existing.deleting):
             raise SessionConflict(f"session {session_id} already exists in piweb under another account")
+        if existing is None and not partial and _worker_worthwhile(data):
+            outcome = _import_in_worker(
+                owner=owner, data=data, source_path=source_path, limits=limits, progress=progress
+            )
+            if outcome is _RACED:
+                return session_import(owner=owner, data=data, source_path=source_path, partial=partial)
+            if isinstance(outcome, ImportResult):
+                return outcome
         grown = _grown_tail(existing, data)
         known = _StoredLines(existing, preload=existing is not None and grown is None)
         # Without partial, lines are stored while the file is still being read (a rejected file
@@ -638,7 +650,7 @@ def session_import(
         if stream is not None and stream.session is not None:
             session = stream.session
         else:
-            session = existing or _new_imported_session(owner, parsed)
+            session = existing or _new_imported_session(owner, parsed.header, parsed.header_raw)
             if session._state.adding and not _saved_unless_raced(session):
                 return session_import(owner=owner, data=data, source_path=source_path, partial=partial)
             _insert(session, [(ln.data, ln, ln.preview) for ln in parsed.entries], owner.pk)
@@ -649,25 +661,107 @@ def session_import(
             session.extra_headers += [[before + local, raw] for local, raw in parsed.extra_headers]
         if parsed.entries or created:
             session.leaf_id = parsed.leaf_id if parsed.leaf_id is not None else session.leaf_id
-        session.source_path = source_path or session.source_path
-        session.source_bytes = len(data)
-        session.source_sha256 = hashlib.sha256(data).hexdigest()
         if parsed.problems:
             session.import_report = session.import_report + [p.as_dict() for p in parsed.problems]
-        session.save()
-        if len(parsed.entries) >= ANALYZE_AFTER and connection.vendor == "postgresql":
-            # Fresh statistics, or PostgreSQL plans the path walks for an empty table.
-            transaction.on_commit(_analyze_entries)
-        if parsed.entries and not created:
-            events.publish_on_commit(session, events.changed_event(session, "import"))
-        audit.audit_record(
-            actor=owner, action="session.import", obj_type="session", obj_id=session.public_id,
-            extra={"created": created, "bytes": len(data), "source": source_path},
-        )  # fmt: skip
+        _imported(session, owner=owner, data=data, source_path=source_path, created=created, added=len(parsed.entries))
     return ImportResult(session, created, len(parsed.entries), parsed.problems, parsed.version)
 
 
 ANALYZE_AFTER = 5000  # entries added by one import
+
+
+def _imported(session: Session, *, owner: User, data: bytes, source_path: str, created: bool, added: int) -> None:
+    """What every import ends with: the source recorded, the session saved, audit and events."""
+    session.source_path = source_path or session.source_path
+    session.source_bytes = len(data)
+    session.source_sha256 = hashlib.sha256(data).hexdigest()
+    session.save()
+    if added >= ANALYZE_AFTER and connection.vendor == "postgresql":
+        # Fresh statistics, or PostgreSQL plans the path walks for an empty table.
+        transaction.on_commit(_analyze_entries)
+    if added and not created:
+        events.publish_on_commit(session, events.changed_event(session, "import"))
+    audit.audit_record(
+        actor=owner, action="session.import", obj_type="session", obj_id=session.public_id,
+        extra={"created": created, "bytes": len(data), "source": source_path},
+    )  # fmt: skip
+
+
+# --- large new files: rows built by a worker process ------------------------------------------
+
+_RACED: Any = object()  # another import created the same session meanwhile
+
+
+def _worker_worthwhile(data: bytes) -> bool:
+    """Starting the worker costs ~0.1 s; below PIWEB_IMPORT_WORKER_MIN_BYTES (negative: never)
+    the file is parsed in this process."""
+    threshold = settings.PIWEB_IMPORT_WORKER_MIN_BYTES
+    return threshold >= 0 and len(data) >= threshold
+
+
+def _import_in_worker(
+    owner: User, data: bytes, *, source_path: str, limits: piformat.Limits, progress: Callable[[int], None] | None
+) -> ImportResult | None:
+    """Import a new v3 session with its rows built by import_worker, written here as they come.
+
+    None when the worker hands the file back (a problem to report, an unusual order): nothing of
+    it is kept, and the caller parses the file itself. _RACED as in _saved_unless_raced."""
+    header, problem = piformat.read_header(data, limits)
+    if header is None or problem is not None or header.version != piformat.CURRENT_VERSION:
+        return None
+    if len(data) > limits.max_file_bytes:
+        return None
+    savepoint = transaction.savepoint()
+    session = _new_imported_session(owner, header.obj, header.raw)
+    if not _saved_unless_raced(session):
+        transaction.savepoint_rollback(savepoint)
+        return _RACED  # type: ignore[no-any-return]
+    job = import_worker.Job(
+        key=_chain_key(), session_pk=session.pk, author_id=owner.pk,
+        created_at=connection.ops.adapt_datetimefield_value(timezone.now()), limits=limits,
+        start=header.end, first_line=header.number, size=len(data),
+    )  # fmt: skip
+    summary, reported = None, 0
+    run = WorkerRun(job, data)
+    try:
+        with connection.cursor() as cursor:
+            for kind, payload in run.messages():
+                if kind == "rows":
+                    cursor.executemany(_INSERT_RAW_BYTES[connection.vendor == "postgresql"], payload)
+                elif kind == "progress":
+                    reported += payload
+                    if progress is not None:
+                        progress(payload)
+                elif kind == "done":
+                    summary = payload
+                else:
+                    log.info("import of %s: parsed in process instead (%s)", session.public_id, payload)
+    finally:
+        run.close()
+    if summary is None:
+        transaction.savepoint_rollback(savepoint)
+        if progress is not None and reported:
+            progress(-reported)  # the in-process parse reports the same bytes again
+        return None
+    transaction.savepoint_commit(savepoint)
+    session.last_seq = summary.entries
+    session.entries_digest = summary.digest or None
+    session.leaf_id = summary.leaf_id
+    session.extra_headers = [[before, raw] for before, raw in summary.extra_headers]
+    listing = summary.listing
+    session.name, session.message_count = listing.name, listing.message_count
+    session.first_message, session.modified_ms = listing.first_message, listing.modified_ms
+    _imported(session, owner=owner, data=data, source_path=source_path, created=True, added=summary.entries)
+    return ImportResult(session, True, summary.entries, [], piformat.CURRENT_VERSION)
+
+
+def _insert_raw_bytes(cast: str) -> str:
+    # The worker sends each line as the file's bytes; the database decodes them (no str copies).
+    marks = [cast if name == "raw" else "%s" for name in _COLUMNS]
+    return f"INSERT INTO sessions_app_entry ({', '.join(_COLUMNS)}) VALUES ({', '.join(marks)})"
+
+
+_INSERT_RAW_BYTES = (_insert_raw_bytes("CAST(%s AS TEXT)"), _insert_raw_bytes("convert_from(%s, 'UTF8')"))
 
 
 def _analyze_entries() -> None:
@@ -688,14 +782,13 @@ def _saved_unless_raced(session: Session) -> bool:
     return True
 
 
-def _new_imported_session(owner: User, parsed: piformat.ParsedFile) -> Session:
-    assert parsed.header is not None
+def _new_imported_session(owner: User, header: Mapping[str, Any], header_raw: str) -> Session:
     return Session(
-        public_id=parsed.header["id"],
+        public_id=header["id"],
         owner=owner,
-        header_raw=parsed.header_raw,
-        cwd=cwd if isinstance(cwd := parsed.header.get("cwd"), str) else "",
-        created=str(parsed.header.get("timestamp", "")),
+        header_raw=header_raw,
+        cwd=cwd if isinstance(cwd := header.get("cwd"), str) else "",
+        created=str(header.get("timestamp", "")),
     )
 
 
@@ -797,7 +890,8 @@ class _ImportStream:
 
     def _start(self, parsed: piformat.ParsedFile) -> bool:
         self.savepoint = transaction.savepoint()
-        session = self.existing or _new_imported_session(self.owner, parsed)
+        assert parsed.header is not None
+        session = self.existing or _new_imported_session(self.owner, parsed.header, parsed.header_raw)
         if session._state.adding and not _saved_unless_raced(session):
             self.session_race = True
             return False

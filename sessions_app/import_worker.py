@@ -1,0 +1,193 @@
+"""Builds the entry rows of a new session's v3 file in a separate process. Pure: no Django.
+
+Why a process: a large import is CPU-bound Python (JSON, checks, previews, path states, chain
+hashes) followed by database writes; in one process they share the GIL, so they cannot overlap.
+Here this worker computes rows while the importing process only writes them, one core each.
+
+Only the common case is done here: every line valid, every parent (and label target) before its
+children, no repeated ids. On anything else the worker answers "fallback" and the importing
+process parses the file itself (piformat.parse), which reports each problem with its line number;
+the rows built here are exactly the rows that path would store (tests/store/test_import_worker.py).
+
+Protocol: stdin carries a pickled Job, then the file's bytes; stdout carries pickled messages:
+("rows", [row, ...]), ("progress", bytes_read), then ("done", Summary) or ("fallback", reason).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import pickle
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sessions_app import jsjson
+from sessions_app.chain import entry_chain_hash, session_digest
+from sessions_app.context import PathState, advance
+from sessions_app.listing import Listing, storable, update_listing
+from sessions_app.piformat import Limits, _lines, _parse_line, validate_entry
+from sessions_app.tree import Node, parse_timestamp_ms, row_text
+
+BATCH = 2000  # rows per message
+PROGRESS_EVERY = 1 << 20  # bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    key: bytes  # the chain key (settings.PIWEB_CHAIN_KEY)
+    session_pk: int
+    author_id: int | None
+    created_at: Any  # the created_at column value, as the database adapter takes it
+    limits: Limits
+    start: int  # offset of the line after the header
+    first_line: int  # the header's line number
+    size: int  # bytes of file data that follow the Job on stdin
+
+
+@dataclass(slots=True)
+class Summary:
+    entries: int = 0
+    digest: str = ""
+    leaf_id: str | None = None
+    listing: Listing = field(default_factory=Listing)
+    extra_headers: list[tuple[int, str]] = field(default_factory=list)  # (entries before it, raw line)
+    peak_rss_mb: float = 0.0
+
+
+class Fallback(Exception):
+    """The file needs the in-process parser (a problem to report, or an unusual order)."""
+
+
+_Seen = tuple[str | None, int, PathState, str]  # parent id, depth, path state, chain hash
+# Entry types whose path state may differ from their parent's (context.advance).
+_STATEFUL = frozenset(("thinking_level_change", "model_change", "compaction"))
+
+_ROOT = PathState()
+_ROW = tuple[Any, ...]
+
+
+def build(data: bytes, job: Job) -> Iterator[tuple[str, Any]]:
+    """The messages for this file (see the module docstring); raises Fallback."""
+    seen: dict[str, _Seen] = {}
+    state_json: dict[int, tuple[PathState, str, str | None]] = {}
+    summary = Summary()
+    rows: list[_ROW] = []
+    seq = 0
+    pending = 0
+    for number, start, end in _lines(data, job.start, job.first_line):
+        pending += end - start + 1
+        if pending >= PROGRESS_EVERY:
+            yield "progress", pending
+            pending = 0
+        chunk = data[start:end]
+        obj, problem = _parse_line(chunk, number, job.limits)
+        if problem is not None:
+            raise Fallback(f"line {number}: {problem.message}")
+        if obj is None:
+            continue  # a blank line, skipped as piformat.parse does
+        kind = obj.get("type")
+        if kind == "session":
+            summary.extra_headers.append((seq, chunk.decode()))
+            continue
+        if (problem_text := validate_entry(obj)) is not None:
+            raise Fallback(f"line {number}: {problem_text}")
+        entry_id, parent_id = obj["id"], obj["parentId"]
+        if entry_id in seen:
+            raise Fallback(f"line {number}: repeated id")
+        base = None
+        if parent_id is not None:
+            base = seen.get(parent_id)
+            if base is None:
+                raise Fallback(f"line {number}: parent not seen before")
+        if kind == "label" and obj["targetId"] not in seen:
+            raise Fallback(f"line {number}: label target not seen before")
+        seq += 1
+        message = obj.get("message") if kind == "message" else None
+        role = message.get("role") if isinstance(message, dict) else None
+        state = base[2] if base else _ROOT
+        if kind in _STATEFUL or role == "assistant":
+            state = advance(state, Node(entry_id, parent_id, kind, obj))
+        chain = entry_chain_hash(job.key, base[3] if base else None, seq, entry_id, chunk)
+        depth = base[1] + 1 if base else 0
+        seen[entry_id] = (parent_id, depth, state, chain)
+        summary.digest = session_digest(job.key, summary.digest, chain)
+        columns = state_json.get(id(state))
+        if columns is None:
+            model = state.model
+            columns = (state, jsjson.dumps(state.thinking_level), jsjson.dumps(model) if model is not None else None)
+            state_json[id(state)] = columns
+        timestamp = obj["timestamp"]
+        rows.append(
+            (
+                job.session_pk, seq, entry_id, parent_id, kind, role if isinstance(role, str) else None,
+                timestamp, parse_timestamp_ms(timestamp) or 0, chunk, storable(row_text(obj)), depth,
+                columns[1], columns[2], state.compaction_id,
+                _kept_from(obj, parent_id, seen) if kind == "compaction" else None,
+                job.author_id, job.created_at, chain,
+            )
+        )  # fmt: skip
+        update_listing(summary.listing, obj)
+        summary.leaf_id = entry_id
+        if len(rows) >= BATCH:
+            yield "rows", rows
+            rows = []
+    if rows:
+        yield "rows", rows
+    if pending:
+        yield "progress", pending
+    summary.entries = seq
+    yield "done", summary
+
+
+def _kept_from(obj: dict[str, Any], parent_id: str | None, seen: dict[str, _Seen]) -> str | None:
+    """firstKeptEntryId if it names an ancestor of the compaction (services._kept_from)."""
+    target = obj.get("firstKeptEntryId")
+    if not isinstance(target, str) or target not in seen:
+        return None
+    target_depth = seen[target][1]
+    node = parent_id
+    while node is not None:
+        if node == target:
+            return target
+        up, depth = seen[node][:2]
+        if depth <= target_depth:
+            return None
+        node = up
+    return None
+
+
+def _peak_rss_mb() -> float:
+    with contextlib.suppress(OSError), Path("/proc/self/status").open() as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def main() -> None:
+    gc.disable()  # a short-lived process building ~100k small objects: collections only cost time
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    job: Job = pickle.load(stdin)
+    data = stdin.read(job.size)  # one bytes object of that size: slices of it are the rows' lines
+    try:
+        if len(data) != job.size:
+            raise Fallback(f"read {len(data)} of {job.size} bytes")
+        for message in build(data, job):
+            if message[0] == "done":
+                message[1].peak_rss_mb = _peak_rss_mb()
+            pickle.dump(message, stdout, protocol=pickle.HIGHEST_PROTOCOL)
+    except Fallback as exc:
+        pickle.dump(("fallback", str(exc)), stdout)
+    except Exception as exc:  # anything unexpected: the in-process parser will judge the file
+        pickle.dump(("fallback", f"worker error: {exc!r}"), stdout)
+    stdout.flush()
+
+
+if __name__ == "__main__":
+    # Run the module under its own name, so what it pickles (Summary) unpickles in the parent.
+    from sessions_app import import_worker
+
+    import_worker.main()

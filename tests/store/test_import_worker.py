@@ -1,0 +1,191 @@
+"""Large new files are imported with rows built by a worker process (services._import_in_worker).
+
+The worker must store exactly what the in-process parser stores, and hand every file it does not
+take (problems, unusual order, a crash) back to it without leaving anything behind.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.forms.models import model_to_dict
+
+from sessions_app import selectors, services, worker_client
+from sessions_app.errors import ImportRejected
+from sessions_app.models import Entry, Session
+
+pytestmark = pytest.mark.django_db
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "pi"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "pi"
+SESSION_FIELDS = (
+    "public_id", "header_raw", "extra_headers", "cwd", "created", "leaf_id", "name", "message_count",
+    "first_message", "modified_ms", "last_seq", "entries_digest", "source_bytes", "source_sha256", "import_report",
+)  # fmt: skip
+
+
+@pytest.fixture
+def outcomes(monkeypatch) -> list[Any]:
+    """What each _import_in_worker call returned (a result: the worker stored the rows)."""
+    seen: list[Any] = []
+    original = services._import_in_worker
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(original(*args, **kwargs))
+        return seen[-1]
+
+    monkeypatch.setattr(services, "_import_in_worker", spy)
+    return seen
+
+
+def _snapshot(session: Session) -> tuple[dict[str, Any], list[tuple[Any, ...]]]:
+    session.refresh_from_db()
+    fields = {k: v for k, v in model_to_dict(session).items() if k in SESSION_FIELDS}
+    columns = [c for c in services._COLUMNS if c not in ("session_id", "created_at")]
+    rows = list(Entry.objects.filter(session=session).order_by("seq").values_list(*columns))
+    return fields, rows
+
+
+def _import_both_ways(user, data: bytes, settings, outcomes: list[Any]) -> tuple[Any, Any]:
+    settings.PIWEB_IMPORT_WORKER_MIN_BYTES = -1
+    result = services.session_import(owner=user, data=data)
+    assert outcomes == []
+    in_process = _snapshot(result.session)
+    services.session_delete(session=result.session)
+    settings.PIWEB_IMPORT_WORKER_MIN_BYTES = 0
+    result = services.session_import(owner=user, data=data)
+    return in_process, _snapshot(result.session)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"entries": 3000, "seed": 3, "branch_prob": 0.05, "compactions": 5, "labels": 40},
+        {"entries": 1500, "seed": 4, "branch_prob": 0.0, "compactions": 3, "labels": 10},
+        {"entries": 2000, "seed": 5, "branch_prob": 0.3, "compactions": 8, "labels": 60},
+    ],
+)
+def test_the_worker_stores_what_the_in_process_parser_stores(alice, settings, generated, outcomes, options):
+    data = generated(**options)
+    in_process, worker = _import_both_ways(alice, data, settings, outcomes)
+    assert len(outcomes) == 1 and isinstance(outcomes[0], services.ImportResult)  # the worker did it
+    assert worker == in_process
+    assert "".join(selectors.export_lines(session=outcomes[0].session)).encode() == data
+
+
+@pytest.mark.parametrize("name", ["v3-shapes.jsonl", "v3-dup-header.jsonl"])
+def test_format_fixtures_come_out_the_same(alice, settings, outcomes, name):
+    data = (FIXTURES / name).read_bytes()
+    in_process, worker = _import_both_ways(alice, data, settings, outcomes)
+    assert isinstance(outcomes[0], services.ImportResult)
+    assert worker == in_process
+    assert "".join(selectors.export_lines(session=outcomes[0].session)).encode() == data
+
+
+@pytest.mark.skipif(not (SHARED / "large-session.jsonl").exists(), reason="shared fixtures are not on this machine")
+def test_the_real_large_session_is_migrated_in_process(alice, settings, outcomes):
+    data = (SHARED / "large-session.jsonl").read_bytes()  # a v1 file: migration needs every line at once
+    in_process, worker = _import_both_ways(alice, data, settings, outcomes)
+    assert outcomes == [None]
+    assert worker == in_process
+
+
+def test_repeated_lines_are_handed_back_and_still_import_the_same(alice, settings, outcomes):
+    # pi's lazy flush can write entries twice (v3-dup-flush): the worker leaves that to the parser.
+    in_process, worker = _import_both_ways(alice, (FIXTURES / "v3-dup-flush.jsonl").read_bytes(), settings, outcomes)
+    assert outcomes == [None]
+    assert worker == in_process
+
+
+def test_children_before_parents_are_handed_back(alice, settings, outcomes, generated):
+    lines = generated(300, seed=9).rstrip(b"\n").split(b"\n")
+    data = b"\n".join([lines[0], *reversed(lines[1:])]) + b"\n"
+    in_process, worker = _import_both_ways(alice, data, settings, outcomes)
+    assert outcomes == [None]
+    assert worker == in_process
+
+
+def test_a_bad_line_is_reported_as_without_the_worker_and_nothing_is_left(alice, settings, outcomes, generated):
+    lines = generated(2500, seed=11).rstrip(b"\n").split(b"\n")
+    lines[2400] = b'{"type":"message","id":"broken"'
+    bad = json.loads(lines[1200])
+    bad["timestamp"] = 5
+    lines[1200] = json.dumps(bad).encode()
+    data = b"\n".join(lines) + b"\n"
+    errors = []
+    for threshold in (-1, 0):
+        settings.PIWEB_IMPORT_WORKER_MIN_BYTES = threshold
+        with pytest.raises(ImportRejected) as caught:
+            services.session_import(owner=alice, data=data)
+        errors.append(caught.value.extra["errors"])
+        assert Session.objects.count() == 0 and Entry.objects.count() == 0
+    assert outcomes == [None]
+    assert errors[0] == errors[1]
+    reported = [e["line"] for e in errors[1]]
+    assert reported[0] == 1201 and 2401 in reported  # (the entries below line 1201 lose their parent)
+
+
+def test_progress_adds_up_to_what_the_parser_reports(alice, settings, outcomes, generated):
+    data = generated(2500, seed=12)
+    totals = []
+    for threshold in (-1, 0):
+        settings.PIWEB_IMPORT_WORKER_MIN_BYTES = threshold
+        steps: list[int] = []
+        result = services.session_import(owner=alice, data=data, progress=steps.append)
+        totals.append(sum(steps))
+        services.session_delete(session=result.session)
+    assert totals[0] == totals[1] > len(data) * 0.99
+
+
+def test_progress_taken_back_when_the_file_is_handed_back(alice, settings, outcomes, generated):
+    lines = generated(2500, seed=13).rstrip(b"\n").split(b"\n")
+    lines[-1] = b"{not json"
+    settings.PIWEB_IMPORT_WORKER_MIN_BYTES = 0
+    steps: list[int] = []
+    with pytest.raises(ImportRejected):
+        services.session_import(owner=alice, data=b"\n".join(lines) + b"\n", progress=steps.append)
+    back = steps.index(min(steps))  # the worker's bytes are taken back before the parser reports its own
+    assert steps[back] == -sum(steps[:back]) < 0
+    assert sum(steps) == sum(steps[back + 1 :]) > 0
+
+
+def test_a_crashed_worker_leaves_the_file_to_the_parser(alice, settings, outcomes, generated, monkeypatch):
+    monkeypatch.setattr(worker_client, "COMMAND", [sys.executable, "-c", "import sys; sys.stdin.buffer.read(10)"])
+    settings.PIWEB_IMPORT_WORKER_MIN_BYTES = 0
+    data = generated(800, seed=14)
+    result = services.session_import(owner=alice, data=data)
+    assert outcomes == [None]
+    assert result.added == 800
+    assert "".join(selectors.export_lines(session=result.session)).encode() == data
+
+
+def test_small_files_and_known_sessions_do_not_start_a_worker(alice, settings, outcomes, generated):
+    settings.PIWEB_IMPORT_WORKER_MIN_BYTES = 10_000_000
+    services.session_import(owner=alice, data=generated(200, seed=15))
+    settings.PIWEB_IMPORT_WORKER_MIN_BYTES = 0
+    services.session_import(owner=alice, data=generated(200, seed=15))  # a re-import: nothing new
+    services.session_import(owner=alice, data=generated(200, seed=16), partial=True)
+    assert outcomes == []
+
+
+def test_worker_rows_verify(alice, settings, generated, outcomes):
+    from sessions_app import integrity
+
+    settings.PIWEB_IMPORT_WORKER_MIN_BYTES = 0
+    result = services.session_import(owner=alice, data=generated(1200, seed=17, branch_prob=0.1))
+    assert isinstance(outcomes[0], services.ImportResult)
+    assert integrity.session_verify(session=result.session) is None
+
+
+def test_the_worker_module_is_pure():
+    import subprocess
+
+    code = (
+        "import sys; import sessions_app.import_worker; "
+        "assert not [m for m in sys.modules if m == 'django' or m.startswith('django.')], 'django imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], check=True)
