@@ -2,14 +2,17 @@
 
 Why a process: a large import is CPU-bound Python (JSON, checks, previews, path states, chain
 hashes) followed by database writes; in one process they share the GIL, so they cannot overlap.
-Here this worker computes rows while the importing process only writes them, one core each.
+Here this worker computes rows while the importing process writes them (and adds their chain
+hashes, services._chained), one core each.
 
 Only the common case is done here: every line valid, every parent (and label target) before its
 children, no repeated ids. On anything else the worker answers "fallback" and the importing
 process parses the file itself (piformat.parse), which reports each problem with its line number;
 the rows built here are exactly the rows that path would store (tests/store/test_import_worker.py).
 
-Protocol: stdin carries a pickled Job, then the file's bytes; stdout carries pickled messages:
+Protocol: stdin carries a pickled Job; the file's bytes come from the file descriptor named by the
+first argument (a temp file: a pipe would copy 64 KiB at a time), or else follow the Job on
+stdin. stdout carries pickled messages:
 ("rows", [row, ...]), ("progress", bytes_read), then ("done", Summary) or ("fallback", reason).
 """
 
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import pickle
 import sys
 from collections.abc import Iterator
@@ -24,11 +28,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from sessions_app import jsjson
-from sessions_app.chain import entry_chain_hash, session_digest
 from sessions_app.context import PathState, advance
 from sessions_app.listing import Listing, storable, update_listing
-from sessions_app.piformat import Limits, _lines, _parse_line, validate_entry
+from sessions_app.piformat import (
+    MAX_ID_CHARS,
+    MAX_SHORT_CHARS,
+    MESSAGE_FIELDS,
+    Limits,
+    _lines,
+    _parse_line,
+    validate_entry,
+)
 from sessions_app.tree import Node, parse_timestamp_ms, row_text
 
 BATCH = 2000  # rows per message
@@ -37,7 +50,6 @@ PROGRESS_EVERY = 1 << 20  # bytes
 
 @dataclass(frozen=True, slots=True)
 class Job:
-    key: bytes  # the chain key (settings.PIWEB_CHAIN_KEY)
     session_pk: int
     author_id: int | None
     created_at: Any  # the created_at column value, as the database adapter takes it
@@ -50,7 +62,6 @@ class Job:
 @dataclass(slots=True)
 class Summary:
     entries: int = 0
-    digest: str = ""
     leaf_id: str | None = None
     listing: Listing = field(default_factory=Listing)
     extra_headers: list[tuple[int, str]] = field(default_factory=list)  # (entries before it, raw line)
@@ -61,7 +72,7 @@ class Fallback(Exception):
     """The file needs the in-process parser (a problem to report, or an unusual order)."""
 
 
-_Seen = tuple[str | None, int, PathState, str]  # parent id, depth, path state, chain hash
+_Seen = tuple[str | None, int, PathState]  # parent id, depth, path state
 # Entry types whose path state may differ from their parent's (context.advance).
 _STATEFUL = frozenset(("thinking_level_change", "model_change", "compaction"))
 
@@ -77,23 +88,29 @@ def build(data: bytes, job: Job) -> Iterator[tuple[str, Any]]:
     rows: list[_ROW] = []
     seq = 0
     pending = 0
+    max_depth, max_line = job.limits.max_depth, job.limits.max_line_bytes
     for number, start, end in _lines(data, job.start, job.first_line):
         pending += end - start + 1
         if pending >= PROGRESS_EVERY:
             yield "progress", pending
             pending = 0
         chunk = data[start:end]
-        obj, problem = _parse_line(chunk, number, job.limits)
-        if problem is not None:
-            raise Fallback(f"line {number}: {problem.message}")
-        if obj is None:
-            continue  # a blank line, skipped as piformat.parse does
-        kind = obj.get("type")
-        if kind == "session":
-            summary.extra_headers.append((seq, chunk.decode()))
-            continue
-        if (problem_text := validate_entry(obj)) is not None:
-            raise Fallback(f"line {number}: {problem_text}")
+        plain = _plain_message(chunk, max_depth, max_line)
+        if plain is not None:
+            obj, ts_ms = plain
+        else:  # anything but a well-formed message line: piformat's own checks
+            obj, problem = _parse_line(chunk, number, job.limits)
+            if problem is not None:
+                raise Fallback(f"line {number}: {problem.message}")
+            if obj is None:
+                continue  # a blank line, skipped as piformat.parse does
+            if obj.get("type") == "session":
+                summary.extra_headers.append((seq, chunk.decode()))
+                continue
+            if (problem_text := validate_entry(obj)) is not None:
+                raise Fallback(f"line {number}: {problem_text}")
+            ts_ms = parse_timestamp_ms(obj["timestamp"]) or 0
+        kind = obj["type"]
         entry_id, parent_id = obj["id"], obj["parentId"]
         if entry_id in seen:
             raise Fallback(f"line {number}: repeated id")
@@ -110,10 +127,8 @@ def build(data: bytes, job: Job) -> Iterator[tuple[str, Any]]:
         state = base[2] if base else _ROOT
         if kind in _STATEFUL or role == "assistant":
             state = advance(state, Node(entry_id, parent_id, kind, obj))
-        chain = entry_chain_hash(job.key, base[3] if base else None, seq, entry_id, chunk)
         depth = base[1] + 1 if base else 0
-        seen[entry_id] = (parent_id, depth, state, chain)
-        summary.digest = session_digest(job.key, summary.digest, chain)
+        seen[entry_id] = (parent_id, depth, state)
         columns = state_json.get(id(state))
         if columns is None:
             model = state.model
@@ -123,10 +138,10 @@ def build(data: bytes, job: Job) -> Iterator[tuple[str, Any]]:
         rows.append(
             (
                 job.session_pk, seq, entry_id, parent_id, kind, role if isinstance(role, str) else None,
-                timestamp, parse_timestamp_ms(timestamp) or 0, chunk, storable(row_text(obj)), depth,
+                timestamp, ts_ms, chunk, storable(row_text(obj)), depth,
                 columns[1], columns[2], state.compaction_id,
                 _kept_from(obj, parent_id, seen) if kind == "compaction" else None,
-                job.author_id, job.created_at, chain,
+                job.author_id, job.created_at,
             )
         )  # fmt: skip
         update_listing(summary.listing, obj)
@@ -140,6 +155,52 @@ def build(data: bytes, job: Job) -> Iterator[tuple[str, Any]]:
         yield "progress", pending
     summary.entries = seq
     yield "done", summary
+
+
+_MISSING: Any = object()
+
+
+def _plain_message(chunk: bytes, max_depth: int, max_line: int) -> tuple[dict[str, Any], int] | None:
+    """(object, timestamp in ms) if the line is a message entry validate_entry surely accepts.
+
+    The common case, checked with a few type tests instead of the general rules. orjson refuses
+    unpaired surrogates, so its strings need no well_formed check."""
+    if len(chunk) > max_line or chunk.count(b"{") + chunk.count(b"[") > max_depth:
+        return None
+    try:
+        obj = orjson.loads(chunk)
+    except orjson.JSONDecodeError:
+        return None
+    if type(obj) is not dict or obj.get("type") != "message":
+        return None
+    entry_id, parent_id, timestamp = obj.get("id"), obj.get("parentId", _MISSING), obj.get("timestamp")
+    message = obj.get("message")
+    if not (
+        type(entry_id) is str
+        and 0 < len(entry_id) <= MAX_ID_CHARS
+        and (parent_id is None or (type(parent_id) is str and len(parent_id) <= MAX_ID_CHARS))
+        and type(timestamp) is str
+        and len(timestamp) <= MAX_SHORT_CHARS
+        and type(message) is dict
+    ):
+        return None
+    role = message.get("role")
+    if type(role) is not str or len(role) > MAX_SHORT_CHARS:
+        return None
+    if role in _CONTENT_TYPES:  # MESSAGE_FIELDS' rules for these roles, inline
+        kind = type(message.get("content"))
+        sent = message.get("timestamp", 0)
+        if kind not in _CONTENT_TYPES[role] or type(sent) not in (int, float):
+            return None
+    elif role in MESSAGE_FIELDS:
+        return None  # rules this check does not know: validate_entry judges
+    ts_ms = parse_timestamp_ms(timestamp)
+    return None if ts_ms is None else (obj, ts_ms)
+
+
+# The content types piformat.MESSAGE_FIELDS allows for the common roles (their only other rule:
+# an optional numeric timestamp).
+_CONTENT_TYPES = {"user": (str, list), "assistant": (list,), "toolResult": (list,)}
 
 
 def _kept_from(obj: dict[str, Any], parent_id: str | None, seen: dict[str, _Seen]) -> str | None:
@@ -167,11 +228,24 @@ def _peak_rss_mb() -> float:
     return 0.0
 
 
+def _read_all(fd: int, size: int) -> bytes:
+    """The file as one bytes object (its slices are the rows' lines), from the parent's temp file."""
+    parts, got = [], 0
+    while got < size:
+        part = os.pread(fd, size - got, got)
+        if not part:
+            break
+        parts.append(part)
+        got += len(part)
+    os.close(fd)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
 def main() -> None:
     gc.disable()  # a short-lived process building ~100k small objects: collections only cost time
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     job: Job = pickle.load(stdin)
-    data = stdin.read(job.size)  # one bytes object of that size: slices of it are the rows' lines
+    data = _read_all(int(sys.argv[1]), job.size) if len(sys.argv) > 1 else stdin.read(job.size)
     try:
         if len(data) != job.size:
             raise Fallback(f"read {len(data)} of {job.size} bytes")

@@ -547,6 +547,7 @@ class ImportResult:
     added: int
     skipped: list[piformat.Problem] = field(default_factory=list)
     version: int = piformat.CURRENT_VERSION
+    worker_peak_rss_mb: float = 0.0  # the import worker's peak RSS, when one built the rows
 
 
 class _StoredLines(Mapping[str, str]):
@@ -717,16 +718,19 @@ def _import_in_worker(
         transaction.savepoint_rollback(savepoint)
         return _RACED  # type: ignore[no-any-return]
     job = import_worker.Job(
-        key=_chain_key(), session_pk=session.pk, author_id=owner.pk,
+        session_pk=session.pk, author_id=owner.pk,
         created_at=connection.ops.adapt_datetimefield_value(timezone.now()), limits=limits,
         start=header.end, first_line=header.number, size=len(data),
     )  # fmt: skip
     summary, reported = None, 0
+    chains: dict[str, str] = {}
+    digest, key = "", _chain_key()
     run = WorkerRun(job, data)
     try:
         with connection.cursor() as cursor:
             for kind, payload in run.messages():
                 if kind == "rows":
+                    digest = _chained(payload, chains, digest, key)
                     cursor.executemany(_INSERT_RAW_BYTES[connection.vendor == "postgresql"], payload)
                 elif kind == "progress":
                     reported += payload
@@ -745,14 +749,29 @@ def _import_in_worker(
         return None
     transaction.savepoint_commit(savepoint)
     session.last_seq = summary.entries
-    session.entries_digest = summary.digest or None
+    session.entries_digest = digest or None
     session.leaf_id = summary.leaf_id
     session.extra_headers = [[before, raw] for before, raw in summary.extra_headers]
     listing = summary.listing
     session.name, session.message_count = listing.name, listing.message_count
     session.first_message, session.modified_ms = listing.first_message, listing.modified_ms
     _imported(session, owner=owner, data=data, source_path=source_path, created=True, added=summary.entries)
-    return ImportResult(session, True, summary.entries, [], piformat.CURRENT_VERSION)
+    return ImportResult(session, True, summary.entries, [], piformat.CURRENT_VERSION, summary.peak_rss_mb)
+
+
+def _chained(rows: list[Any], chains: dict[str, str], digest: str, key: bytes) -> str:
+    """Append each worker row's chain hash (in place); the session digest after them.
+
+    Done here, not in the worker: this process waits on the worker otherwise, so the hashing
+    balances the two processes' CPU time."""
+    entry_hash, running = chainhash.entry_chain_hash, chainhash.session_digest
+    for i, row in enumerate(rows):
+        parent = row[3]
+        chain = entry_hash(key, chains[parent] if parent is not None else None, row[1], row[2], row[8])
+        chains[row[2]] = chain
+        digest = running(key, digest, chain)
+        rows[i] = (*row, chain)
+    return digest
 
 
 def _insert_raw_bytes(cast: str) -> str:

@@ -13,6 +13,7 @@ import pickle
 import queue
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,20 +31,23 @@ COMMAND = [sys.executable, "-m", "sessions_app.import_worker"]
 class WorkerRun:
     def __init__(self, job: Job, data: bytes) -> None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (_ROOT, os.environ.get("PYTHONPATH")) if p)}
-        self.proc = subprocess.Popen(
-            COMMAND,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=env,
-            cwd=_ROOT,
-        )
+        with tempfile.TemporaryFile() as file:  # unlinked at once; the worker reads its descriptor
+            file.write(data)
+            file.flush()
+            self.proc = subprocess.Popen(
+                [*COMMAND, str(file.fileno())],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env=env,
+                cwd=_ROOT,
+                pass_fds=(file.fileno(),),
+            )
         self.queue: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=4)
         self.reader = threading.Thread(target=self._read, name="piweb-import-worker-reader", daemon=True)
         self.reader.start()
         assert self.proc.stdin is not None
         try:
             pickle.dump(job, self.proc.stdin)
-            self.proc.stdin.write(data)  # the worker reads it all before it answers: no deadlock
             self.proc.stdin.close()
         except OSError as exc:  # the worker died early; _read reports it
             log.warning("import worker did not take the file: %s", exc)

@@ -189,3 +189,50 @@ def test_the_worker_module_is_pure():
         "assert not [m for m in sys.modules if m == 'django' or m.startswith('django.')], 'django imported'"
     )
     subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], check=True)
+
+
+def test_the_fast_message_check_knows_every_message_rule():
+    from sessions_app import import_worker, piformat
+
+    assert set(import_worker._CONTENT_TYPES) == set(piformat.MESSAGE_FIELDS)
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda e: e.pop("parentId"),
+        lambda e: e.update(id=""),
+        lambda e: e.update(id=7),
+        lambda e: e.update(id="x" * 201),
+        lambda e: e.update(parentId=3),
+        lambda e: e.update(timestamp="yesterday"),
+        lambda e: e.update(timestamp="2026-01-01T00:00:00"),  # no offset
+        lambda e: e.update(timestamp="2026-01-01T00:00:00.000Z" + " " * 60),
+        lambda e: e.update(message=[]),
+        lambda e: e["message"].update(role=None),
+        lambda e: e["message"].update(role="r" * 65),
+        lambda e: e["message"].pop("content"),
+        lambda e: e["message"].update(content={"type": "text"}),
+        lambda e: e["message"].update(timestamp=True),
+        lambda e: e["message"].update(timestamp="1"),
+        lambda e: e["message"].update(role="assistant", content="text, not blocks"),
+        lambda e: e["message"].update(role="toolResult", content=None),
+        lambda e: e["message"].update(role="custom", content=5),  # no rules for this role: valid
+        lambda e: e.update(extra={"deep": [[[[1]]]]}),  # unknown fields: valid
+    ],
+)
+def test_the_fast_message_check_accepts_only_what_validate_entry_accepts(mutate):
+    from sessions_app import import_worker, piformat
+
+    entry = {
+        "type": "message", "id": "a1b2c3d4", "parentId": None, "timestamp": "2026-01-01T00:00:00.000Z",
+        "message": {"role": "user", "content": [{"type": "text", "text": "hi"}], "timestamp": 1},
+    }  # fmt: skip
+    assert import_worker._plain_message(json.dumps(entry).encode(), 512, 1 << 20) is not None
+    mutate(entry)
+    line = json.dumps(entry).encode()
+    fast = import_worker._plain_message(line, 512, 1 << 20)
+    if fast is not None:
+        assert piformat.validate_entry(json.loads(line)) is None
+    assert import_worker._plain_message(line, 1, 1 << 20) is None  # deeper than the limit: the full check
+    assert import_worker._plain_message(line, 512, 10) is None  # longer than the limit: the full check
