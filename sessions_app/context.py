@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sessions_app import jsjson
 from sessions_app.tree import Node, parse_timestamp_ms
 
 
@@ -24,6 +25,19 @@ class PathState:
     thinking_level: Any = "off"
     model: Mapping[str, Any] | None = None
     compaction_id: str | None = None  # last compaction on the path, the entry itself included
+
+
+StateJson = tuple[PathState, str, str | None]  # the state (kept alive), thinking level and model as JSON
+
+
+def state_json(cache: dict[int, StateJson], state: PathState) -> StateJson:
+    """A path state's stored columns, serialised once per state: states are shared along a path."""
+    cached = cache.get(id(state))
+    if cached is None:
+        model = state.model
+        cached = (state, jsjson.dumps(state.thinking_level), jsjson.dumps(model) if model is not None else None)
+        cache[id(state)] = cached
+    return cached
 
 
 def advance(state: PathState, node: Node) -> PathState:

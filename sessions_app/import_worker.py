@@ -30,8 +30,7 @@ from typing import Any
 
 import orjson
 
-from sessions_app import jsjson
-from sessions_app.context import PathState, advance
+from sessions_app.context import PathState, StateJson, advance, state_json
 from sessions_app.listing import Listing, storable, update_listing
 from sessions_app.piformat import (
     MAX_ID_CHARS,
@@ -83,7 +82,7 @@ _ROW = tuple[Any, ...]
 def build(data: bytes, job: Job) -> Iterator[tuple[str, Any]]:
     """The messages for this file (see the module docstring); raises Fallback."""
     seen: dict[str, _Seen] = {}
-    state_json: dict[int, tuple[PathState, str, str | None]] = {}
+    states: dict[int, StateJson] = {}
     summary = Summary()
     rows: list[_ROW] = []
     seq = 0
@@ -129,11 +128,7 @@ def build(data: bytes, job: Job) -> Iterator[tuple[str, Any]]:
             state = advance(state, Node(entry_id, parent_id, kind, obj))
         depth = base[1] + 1 if base else 0
         seen[entry_id] = (parent_id, depth, state)
-        columns = state_json.get(id(state))
-        if columns is None:
-            model = state.model
-            columns = (state, jsjson.dumps(state.thinking_level), jsjson.dumps(model) if model is not None else None)
-            state_json[id(state)] = columns
+        columns = state_json(states, state)
         timestamp = obj["timestamp"]
         rows.append(
             (

@@ -26,7 +26,7 @@ from django.utils import timezone
 from sessions_app import audit, events, import_worker, jsjson, piformat
 from sessions_app import chain as chainhash
 from sessions_app import selectors as sel
-from sessions_app.context import PathState, advance
+from sessions_app.context import PathState, StateJson, advance, state_json
 from sessions_app.errors import EntryNotFound, ImportRejected, InvalidEntry, SessionConflict, SessionNotFound
 from sessions_app.listing import storable, update_listing
 from sessions_app.models import Entry, Session
@@ -180,7 +180,7 @@ def _insert(
         computed[entry_id] = _Known(base.depth + 1 if base else 0, state, chain)
         queue.extend(kids.get(entry_id, ()))
 
-    state_json: dict[int, StateJson] = {}
+    states: dict[int, StateJson] = {}
     now = timezone.now()
     created_at = connection.ops.adapt_datetimefield_value(now)  # once, not per row
     rows: list[tuple[Any, ...]] = []
@@ -188,7 +188,7 @@ def _insert(
         for data, raw, preview in lines:
             session.last_seq += 1
             info = computed[data["id"]]
-            cached = _state_json(state_json, info.state)
+            cached = state_json(states, info.state)
             kept_from = _kept_from(session, data, parents, computed) if data["type"] == "compaction" else None
             rows.append(_row(session, data, raw, preview, info, cached, kept_from, author_id, created_at))
             update_listing(session, data)
@@ -864,7 +864,7 @@ class _ImportStream:
         self.writer: _Writer | None = None
         self.computed: dict[str, _Known] = {}
         self.parents: dict[str, str | None] = {}
-        self.state_json: dict[int, StateJson] = {}
+        self.states: dict[int, StateJson] = {}
         self.rows: list[tuple[Any, ...]] = []
         self.created_at: Any = None
 
@@ -898,7 +898,7 @@ class _ImportStream:
             self.writer.wait()
             kept_from = _kept_from(self.session, data, self.parents, self.computed)
         self.session.last_seq += 1
-        columns = _state_json(self.state_json, state)
+        columns = state_json(self.states, state)
         self.rows.append(
             _row(self.session, data, raw, line.preview, info, columns, kept_from, self.owner.pk, self.created_at)
         )
@@ -940,26 +940,13 @@ class _ImportStream:
             self.writer = None
 
 
-StateJson = tuple[PathState, str, str | None]  # the state (kept alive), thinking level and model as JSON
-
-
-def _state_json(cache: dict[int, StateJson], state: PathState) -> StateJson:
-    """Columns for a path state, serialised once per state: states are shared along a path."""
-    cached = cache.get(id(state))
-    if cached is None:
-        model = state.model
-        cached = (state, jsjson.dumps(state.thinking_level), jsjson.dumps(model) if model is not None else None)
-        cache[id(state)] = cached
-    return cached
-
-
 def _row(
     session: Session,
     data: Mapping[str, Any],
     raw: str | piformat.Line,
     preview: str | None,
     info: _Known,
-    state_json: StateJson,
+    columns: StateJson,
     kept_from: str | None,
     author_id: int | None,
     created_at: Any,
@@ -972,7 +959,7 @@ def _row(
         session.pk, session.last_seq, data["id"], data["parentId"], data["type"],
         role if isinstance(role, str) else None, data["timestamp"], parse_timestamp_ms(data["timestamp"]) or 0,
         raw if isinstance(raw, str) else raw.raw, storable(row_text(data) if preview is None else preview),
-        info.depth, state_json[1], state_json[2], info.state.compaction_id, kept_from, author_id, created_at,
+        info.depth, columns[1], columns[2], info.state.compaction_id, kept_from, author_id, created_at,
         info.chain,
     )  # fmt: skip
 
