@@ -21,7 +21,7 @@ from sessions_app.llm.base import (
     Error,
     Event,
     ModelInfo,
-    Secret,
+    SdkConnection,
     TextDelta,
     ThinkingDelta,
     ThinkingLevel,
@@ -195,16 +195,9 @@ def _events(event: Any) -> list[Event]:
 
 
 @dataclass(frozen=True, slots=True)
-class AnthropicMessagesProvider:
-    api_key: Secret
-    base_url: str | None = None
-    max_retries: int = 2
-    timeout: float = 600.0
-
+class AnthropicMessagesProvider(SdkConnection):
     def _client(self) -> anthropic.AsyncAnthropic:
-        return anthropic.AsyncAnthropic(
-            api_key=self.api_key.reveal(), base_url=self.base_url, max_retries=self.max_retries, timeout=self.timeout
-        )
+        return anthropic.AsyncAnthropic(**self.client_options())
 
     async def stream(
         self,

@@ -177,3 +177,21 @@ class Secret:
 
     def __reduce__(self) -> Any:
         raise TypeError("Secret values cannot be pickled")
+
+
+@dataclass(frozen=True, slots=True)
+class SdkConnection:
+    """How a provider reaches its API through the vendor's SDK (the same fields for each SDK)."""
+
+    api_key: Secret
+    base_url: str | None = None
+    max_retries: int = 2
+    timeout: float = 600.0
+
+    def client_options(self) -> dict[str, Any]:
+        return {
+            "api_key": self.api_key.reveal(),
+            "base_url": self.base_url,
+            "max_retries": self.max_retries,
+            "timeout": self.timeout,
+        }

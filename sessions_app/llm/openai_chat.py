@@ -22,7 +22,7 @@ from sessions_app.llm.base import (
     Error,
     Event,
     ModelInfo,
-    Secret,
+    SdkConnection,
     TextDelta,
     ThinkingDelta,
     ThinkingLevel,
@@ -155,16 +155,9 @@ def _usage_event(raw: Any) -> Usage:
 
 
 @dataclass(frozen=True, slots=True)
-class OpenAIChatProvider:
-    api_key: Secret
-    base_url: str | None = None
-    max_retries: int = 2
-    timeout: float = 600.0
-
+class OpenAIChatProvider(SdkConnection):
     def _client(self) -> openai.AsyncOpenAI:
-        return openai.AsyncOpenAI(
-            api_key=self.api_key.reveal(), base_url=self.base_url, max_retries=self.max_retries, timeout=self.timeout
-        )
+        return openai.AsyncOpenAI(**self.client_options())
 
     async def stream(
         self,
