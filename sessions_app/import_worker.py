@@ -10,9 +10,9 @@ children, no repeated ids. On anything else the worker answers "fallback" and th
 process parses the file itself (piformat.parse), which reports each problem with its line number;
 the rows built here are exactly the rows that path would store (tests/store/test_import_worker.py).
 
-Protocol: stdin carries a pickled Job; the file's bytes come from the file descriptor named by the
-first argument (a temp file: a pipe would copy 64 KiB at a time), or else follow the Job on
-stdin. stdout carries pickled messages:
+Protocol: stdin carries a pickled Job; the file's bytes are read from the file descriptor named by
+the first argument (an unlinked temp file: a pipe would copy 64 KiB at a time). stdout carries
+pickled messages:
 ("rows", [row, ...]), ("progress", bytes_read), then ("done", Summary) or ("fallback", reason).
 """
 
@@ -55,7 +55,7 @@ class Job:
     limits: Limits
     start: int  # offset of the line after the header
     first_line: int  # the header's line number
-    size: int  # bytes of file data that follow the Job on stdin
+    size: int  # the file's size in bytes
 
 
 @dataclass(slots=True)
@@ -72,8 +72,6 @@ class Fallback(Exception):
 
 
 _Seen = tuple[str | None, int, PathState]  # parent id, depth, path state
-# Entry types whose path state may differ from their parent's (context.advance).
-_STATEFUL = frozenset(("thinking_level_change", "model_change", "compaction"))
 
 _ROOT = PathState()
 _ROW = tuple[Any, ...]
@@ -123,9 +121,7 @@ def build(data: bytes, job: Job) -> Iterator[tuple[str, Any]]:
         seq += 1
         message = obj.get("message") if kind == "message" else None
         role = message.get("role") if isinstance(message, dict) else None
-        state = base[2] if base else _ROOT
-        if kind in _STATEFUL or role == "assistant":
-            state = advance(state, Node(entry_id, parent_id, kind, obj))
+        state = advance(base[2] if base else _ROOT, Node(entry_id, parent_id, kind, obj))
         depth = base[1] + 1 if base else 0
         seen[entry_id] = (parent_id, depth, state)
         columns = state_json(states, state)
@@ -240,7 +236,7 @@ def main() -> None:
     gc.disable()  # a short-lived process building ~100k small objects: collections only cost time
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     job: Job = pickle.load(stdin)
-    data = _read_all(int(sys.argv[1]), job.size) if len(sys.argv) > 1 else stdin.read(job.size)
+    data = _read_all(int(sys.argv[1]), job.size)
     try:
         if len(data) != job.size:
             raise Fallback(f"read {len(data)} of {job.size} bytes")
