@@ -31,18 +31,24 @@ COMMAND = [sys.executable, "-m", "sessions_app.import_worker"]
 class WorkerRun:
     def __init__(self, job: Job, data: bytes) -> None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (_ROOT, os.environ.get("PYTHONPATH")) if p)}
-        with tempfile.TemporaryFile() as file:  # unlinked at once; the worker reads its descriptor
-            file.write(data)
-            file.flush()
-            self.proc = subprocess.Popen(
-                [*COMMAND, str(file.fileno())],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                env=env,
-                cwd=_ROOT,
-                pass_fds=(file.fileno(),),
-            )
         self.queue: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=4)
+        self.reader: threading.Thread | None = None
+        try:
+            with tempfile.TemporaryFile() as file:  # unlinked at once; the worker reads its descriptor
+                file.write(data)
+                file.flush()
+                self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(
+                    [*COMMAND, str(file.fileno())],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    env=env,
+                    cwd=_ROOT,
+                    pass_fds=(file.fileno(),),
+                )
+        except OSError as exc:  # no temp space, no process: the caller parses the file itself
+            self.proc = None
+            self.queue.put(("fallback", f"the worker could not start: {exc}"))
+            return
         self.reader = threading.Thread(target=self._read, name="piweb-import-worker-reader", daemon=True)
         self.reader.start()
         assert self.proc.stdin is not None
@@ -53,7 +59,7 @@ class WorkerRun:
             log.warning("import worker did not take the file: %s", exc)
 
     def _read(self) -> None:
-        assert self.proc.stdout is not None
+        assert self.proc is not None and self.proc.stdout is not None
         try:
             while True:
                 message = pickle.load(self.proc.stdout)
@@ -74,11 +80,13 @@ class WorkerRun:
                 return
 
     def close(self) -> None:
+        if self.proc is None:
+            return
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
         # Unblock the reader if it waits on a full queue (the caller stopped early).
-        while self.reader.is_alive():
+        while self.reader is not None and self.reader.is_alive():
             with contextlib.suppress(queue.Empty):
                 self.queue.get(timeout=0.05)
         if self.proc.stdout is not None:

@@ -163,6 +163,14 @@ def test_a_crashed_worker_leaves_the_file_to_the_parser(alice, settings, outcome
     assert "".join(selectors.export_lines(session=result.session)).encode() == data
 
 
+def test_a_worker_that_cannot_start_leaves_the_file_to_the_parser(alice, settings, outcomes, generated, monkeypatch):
+    monkeypatch.setattr(worker_client, "COMMAND", ["/nonexistent/python"])
+    settings.PIWEB_IMPORT_WORKER_MIN_BYTES = 0
+    result = services.session_import(owner=alice, data=generated(300, seed=18))
+    assert outcomes == [None]
+    assert result.added == 300
+
+
 def test_small_files_and_known_sessions_do_not_start_a_worker(alice, settings, outcomes, generated):
     settings.PIWEB_IMPORT_WORKER_MIN_BYTES = 10_000_000
     services.session_import(owner=alice, data=generated(200, seed=15))
