@@ -11,7 +11,9 @@ SessionManager) and then the same operations through piweb's services and select
   context@leaf    selectors.session_context at the session's leaf; beside pi's buildSessionContext()
   branch+context  the 100 seeded targets of bench.mjs (branch_targets.py): services.leaf_move +
                   selectors.session_context per target; beside pi's branch() + buildSessionContext()
-  tree            selectors.tree_flat, and the whole GET /api/sessions/{id}/tree response; beside getTree()
+  tree            GET /api/sessions/{id}/tree (tree_nodes' chunk cache warm; right after an append;
+                  right after a label on an older entry) and selectors.tree_json with the cache
+                  emptied first (a new server process); beside getTree()
   append          1000 x services.entry_append of bench.mjs's messages; beside pi's appendMessage()
 
 It prints one table (piweb and pi figures, piweb/pi ratio, target, PASS/FAIL) and writes every
@@ -456,14 +458,36 @@ def bench_piweb(path: Path, pi: dict[str, Any], args: argparse.Namespace) -> dic
 
     # tree
     log("piweb: tree")
+    from django.core.cache import cache
+
     tree = selectors.tree_flat(session=session)
     checks["tree_nodes"] = len(tree["nodes"])
     checks["pi_tree_nodes"] = pi.get("check", {}).get("treeNodes")
-    res["tree_flat"] = measure(
-        lambda: selectors.tree_flat(session=session), min_n=max(args.reps, 11), budget_s=args.budget
-    )
+
+    def cold() -> bytes:
+        cache.clear()  # what a new server process sees
+        return selectors.tree_json(session=session)
+
+    res["tree_cold"] = measure(cold, min_n=max(args.reps, 11), budget_s=args.budget)
     res["tree_api"] = measure(lambda: api_get(f"{api}/tree"), min_n=args.reps, budget_s=args.budget)
     res["tree_api"]["bytes"] = len(api_get(f"{api}/tree"))
+
+    def after(change: Callable[[int], Any]) -> dict[str, Any]:
+        """The tree API right after each change (untimed) to the session."""
+        ts = []
+        for k in range(max(args.reps, 21)):
+            change(k)
+            t0 = time.perf_counter()
+            api_get(f"{api}/tree")
+            ts.append((time.perf_counter() - t0) * 1000)
+        return stats(ts)
+
+    note = {"type": "custom", "customType": "bench-note", "data": {"k": 0}}
+    res["tree_api_append"] = after(lambda k: services.entry_append(session=session, payload=note, author=user))
+    res["tree_api_label"] = after(
+        lambda k: services.label_set(session=session, target_id=entry_ids[(k * 7919) % len(entry_ids)], label=f"b{k}")
+    )
+    services.leaf_move(session=session, entry_id=leaf)
 
     # appends, each its own transaction
     log(f"piweb: {args.appends} appends")
@@ -652,21 +676,24 @@ def build_rows(name: str, n: int, linear: bool, pi: dict[str, Any], pw: dict[str
     )
 
     pi_tree = med("getTree")
-    for op, key in (("tree_flat", "tree_flat"), ("tree API", "tree_api")):
+    trees = (
+        ("tree API", "tree_api", True, ", {bytes:,} B"),
+        ("tree API after append", "tree_api_append", True, ", each after a new entry"),
+        ("tree API after label", "tree_api_label", True, ", each after a label on an older entry"),
+        ("tree, cold cache", "tree_cold", False, ", a new process: every chunk read and rendered"),
+    )
+    for op, key, judged, extra in trees:
         t = pw[key]
         r = ratio(t["median_ms"], pi_tree)
-        note = f"{checks['tree_nodes']} nodes (pi {checks['pi_tree_nodes']})"
-        if key == "tree_api":
-            note += f", {t['bytes']:,} B"
         row(
             op,
             f"{fmt(t['median_ms'])} / {fmt(t['p99_ms'])}",
             fmt(pi_tree),
             r,
-            "<= pi getTree()",
-            None if r is None else r <= 1.0,
+            "<= pi getTree()" if judged else "",
+            None if r is None or not judged else r <= 1.0,
             formal,
-            note,
+            f"{checks['tree_nodes']} nodes (pi {checks['pi_tree_nodes']})" + extra.format(**t),
             piweb_ms=t["median_ms"],
             pi_ms=pi_tree,
         )

@@ -7,11 +7,10 @@ from typing import Any
 
 import orjson
 from django.contrib.auth.models import AnonymousUser, User
-from django.core.cache import cache
 from django.db import connection
 from django.db.models import Q, QuerySet
 
-from sessions_app import access, jsjson
+from sessions_app import access, jsjson, tree_nodes
 from sessions_app import context as ctx
 from sessions_app.access import Capability
 from sessions_app.errors import EntryNotFound
@@ -110,40 +109,13 @@ def labels(*, session: Session) -> dict[str, str]:
 
 
 def tree_flat(*, session: Session) -> dict[str, Any]:
-    """The whole tree as a flat list in file order (a deep nesting could not be serialised).
-
-    Read with a plain cursor: for 100k entries the ORM's per-row work would dominate.
-    """
-    resolved = labels(session=session)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT entry_id, parent_id, type, role, timestamp FROM sessions_app_entry"
-            " WHERE session_id = %s ORDER BY seq",
-            [session.pk],
-        )
-        rows = cursor.fetchall()
-    nodes = []
-    for entry_id, parent_id, kind, role, timestamp in rows:
-        node: dict[str, Any] = {"id": entry_id, "parentId": parent_id, "type": kind}
-        if role is not None:
-            node["role"] = role
-        if entry_id in resolved:
-            node["label"] = resolved[entry_id]
-        node["timestamp"] = timestamp
-        nodes.append(node)
-    return {"leafId": session.leaf_id, "nodes": nodes}
+    """The whole tree as a flat list in file order (a deep nesting could not be serialised)."""
+    return orjson.loads(tree_json(session=session))  # type: ignore[no-any-return]
 
 
 def tree_json(*, session: Session) -> bytes:
-    """tree_flat as JSON. Entries are append-only and labels are entries, so the node list only
-    changes with a new entry: it is cached under the session's entry digest, and only the leaf is
-    filled in per call."""
-    key = f"piweb:tree-nodes:{session.pk}:{session.last_seq}:{session.entries_digest}"
-    nodes: bytes | None = cache.get(key)
-    if nodes is None:
-        nodes = orjson.dumps(tree_flat(session=session)["nodes"])
-        cache.set(key, nodes, timeout=3600)
-    return b'{"leafId":' + orjson.dumps(session.leaf_id) + b',"nodes":' + nodes + b"}"
+    """tree_flat as JSON, from tree_nodes' cached chunks."""
+    return tree_nodes.tree_json(session=session, labels=labels(session=session))
 
 
 def export_lines(*, session: Session) -> Iterator[str]:
