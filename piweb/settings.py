@@ -179,6 +179,9 @@ PIWEB_IMPORT_MAX_FILE_BYTES = env_int("PIWEB_IMPORT_MAX_FILE_BYTES", 2 * 1024 * 
 PIWEB_IMPORT_MAX_DEPTH = env_int("PIWEB_IMPORT_MAX_DEPTH", 512)
 # Files this big or bigger (new sessions, v3) have their rows built by a worker process; -1: never.
 PIWEB_IMPORT_WORKER_MIN_BYTES = env_int("PIWEB_IMPORT_WORKER_MIN_BYTES", 4 * 1024 * 1024)
+# SQLite: imports of files this big or bigger leave the WAL checkpoint to a background thread
+# (sessions_app/checkpoint.py); -1: never.
+PIWEB_BACKGROUND_CHECKPOINT_BYTES = env_int("PIWEB_BACKGROUND_CHECKPOINT_BYTES", 4 * 1024 * 1024)
 
 # LLM providers (sessions_app/llm/registry.py). No key: only the offline demo model is offered.
 PIWEB_OPENAI_API_KEY = env_secret("PIWEB_OPENAI_API_KEY")

@@ -44,6 +44,7 @@ from sessions_app.piformat import (
 from sessions_app.tree import Node, parse_timestamp_ms, row_text
 
 BATCH = 2000  # rows per message
+FIRST_BATCH = 200  # smaller, so the importing process starts writing sooner
 PROGRESS_EVERY = 1 << 20  # bytes
 
 
@@ -137,7 +138,7 @@ def build(data: bytes, job: Job) -> Iterator[tuple[str, Any]]:
         )  # fmt: skip
         update_listing(summary.listing, obj)
         summary.leaf_id = entry_id
-        if len(rows) >= BATCH:
+        if len(rows) >= (BATCH if seq > BATCH else FIRST_BATCH):
             yield "rows", rows
             rows = []
     if rows:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
@@ -23,7 +24,7 @@ from django.db import IntegrityError, connection, transaction
 from django.dispatch import receiver
 from django.utils import timezone
 
-from sessions_app import audit, events, import_worker, jsjson, piformat
+from sessions_app import audit, checkpoint, events, import_worker, jsjson, piformat
 from sessions_app import chain as chainhash
 from sessions_app import selectors as sel
 from sessions_app.context import PathState, StateJson, advance, state_json
@@ -615,7 +616,7 @@ def session_import(
     """
     limits = import_limits()
     session_id = _peek_header_id(data)
-    with transaction.atomic():
+    with checkpoint.deferred(len(data)), transaction.atomic():
         existing = (
             Session.objects.select_for_update(no_key=True).filter(public_id=session_id).first() if session_id else None
         )
@@ -671,11 +672,13 @@ def session_import(
 ANALYZE_AFTER = 5000  # entries added by one import
 
 
-def _imported(session: Session, *, owner: User, data: bytes, source_path: str, created: bool, added: int) -> None:
+def _imported(
+    session: Session, *, owner: User, data: bytes, source_path: str, created: bool, added: int, sha256: str = ""
+) -> None:
     """What every import ends with: the source recorded, the session saved, audit and events."""
     session.source_path = source_path or session.source_path
     session.source_bytes = len(data)
-    session.source_sha256 = hashlib.sha256(data).hexdigest()
+    session.source_sha256 = sha256 or hashlib.sha256(data).hexdigest()
     session.save()
     if added >= ANALYZE_AFTER and connection.vendor == "postgresql":
         # Fresh statistics, or PostgreSQL plans the path walks for an empty table.
@@ -725,6 +728,11 @@ def _import_in_worker(
     summary, reported = None, 0
     chains: dict[str, str] = {}
     digest, key = "", _chain_key()
+    # The file's hash in a thread: hashlib lets go of the GIL, and this process mostly waits for
+    # the worker's first rows meanwhile.
+    file_hash = hashlib.sha256()
+    hasher = threading.Thread(target=file_hash.update, args=(data,), name="piweb-import-sha256")
+    hasher.start()
     run = WorkerRun(job, data)
     try:
         with connection.cursor() as cursor:
@@ -742,6 +750,7 @@ def _import_in_worker(
                     log.info("import of %s: parsed in process instead (%s)", session.public_id, payload)
     finally:
         run.close()
+        hasher.join()
     if summary is None:
         transaction.savepoint_rollback(savepoint)
         if progress is not None and reported:
@@ -755,7 +764,10 @@ def _import_in_worker(
     listing = summary.listing
     session.name, session.message_count = listing.name, listing.message_count
     session.first_message, session.modified_ms = listing.first_message, listing.modified_ms
-    _imported(session, owner=owner, data=data, source_path=source_path, created=True, added=summary.entries)
+    _imported(
+        session, owner=owner, data=data, source_path=source_path, created=True, added=summary.entries,
+        sha256=file_hash.hexdigest(),
+    )  # fmt: skip
     return ImportResult(session, True, summary.entries, [], piformat.CURRENT_VERSION, summary.peak_rss_mb)
 
 
