@@ -204,15 +204,20 @@ PIWEB_CHAT_SYSTEM_PROMPT = env_str("PIWEB_CHAT_SYSTEM_PROMPT", "You are a helpfu
 
 # Audit trail (sessions_app/audit.py) and sign-in limits (sessions_app/signin.py). With proxies in
 # front, PIWEB_TRUSTED_PROXY_COUNT says how many, so the client IP is read from X-Forwarded-For.
-# The failure counts live in the default cache: use a shared one with several server processes.
-# Per process: tree_nodes' chunks (a 100k-entry tree is ~50 of ~220 KB; the cap bounds memory to
-# ~450 MB) and the sign-in failure counts.
-CACHES = {
-    "default": {
-        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
-        "OPTIONS": {"MAX_ENTRIES": env_int("PIWEB_CACHE_MAX_ENTRIES", 2000)},
+# The failure counts live in the default cache: set PIWEB_CACHE_URL with several server processes.
+# tree_nodes' chunks and the sign-in failure counts. Per process by default (a 100k-entry tree is
+# ~100 chunks of ~110 KB; the cap bounds memory to ~250 MB); PIWEB_CACHE_URL (redis://host/db, a
+# database of its own: clearing the cache empties it) shares them between server processes.
+CACHE_URL = env_str("PIWEB_CACHE_URL")
+if CACHE_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}}
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+            "OPTIONS": {"MAX_ENTRIES": env_int("PIWEB_CACHE_MAX_ENTRIES", 2000)},
+        }
     }
-}
 PIWEB_TRUSTED_PROXY_COUNT = env_int("PIWEB_TRUSTED_PROXY_COUNT", 0)
 PIWEB_SIGNIN_MAX_FAILURES = env_int("PIWEB_SIGNIN_MAX_FAILURES", 5)
 PIWEB_SIGNIN_WINDOW_SECONDS = env_int("PIWEB_SIGNIN_WINDOW_SECONDS", 900)
