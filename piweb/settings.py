@@ -209,6 +209,7 @@ PIWEB_CHAT_SYSTEM_PROMPT = env_str("PIWEB_CHAT_SYSTEM_PROMPT", "You are a helpfu
 # ~100 chunks of ~110 KB; the cap bounds memory to ~250 MB); PIWEB_CACHE_URL (redis://host/db, a
 # database of its own: clearing the cache empties it) shares them between server processes.
 CACHE_URL = env_str("PIWEB_CACHE_URL")
+CACHES: dict[str, dict[str, Any]]
 if CACHE_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}}
 else:
