@@ -24,11 +24,18 @@ from django.db import IntegrityError, connection, transaction
 from django.dispatch import receiver
 from django.utils import timezone
 
-from sessions_app import audit, checkpoint, events, import_worker, jsjson, piformat
+from sessions_app import access, audit, checkpoint, events, import_worker, jsjson, piformat
 from sessions_app import chain as chainhash
 from sessions_app import selectors as sel
 from sessions_app.context import PathState, StateJson, advance, state_json
-from sessions_app.errors import EntryNotFound, ImportRejected, InvalidEntry, SessionConflict, SessionNotFound
+from sessions_app.errors import (
+    EntryNotFound,
+    ImportRejected,
+    InvalidEntry,
+    SessionConflict,
+    SessionForbidden,
+    SessionNotFound,
+)
 from sessions_app.listing import storable, update_listing
 from sessions_app.models import Entry, Session
 from sessions_app.tree import Node, parse_timestamp_ms, row_text
@@ -620,8 +627,8 @@ def session_import(
         existing = (
             Session.objects.select_for_update(no_key=True).filter(public_id=session_id).first() if session_id else None
         )
-        if existing is not None and (existing.owner_id != owner.pk or existing.deleting):
-            raise SessionConflict(f"session {session_id} already exists in piweb under another account")
+        if existing is not None:
+            _require_reimport(owner, existing)
         if existing is None and not partial and _worker_worthwhile(data):
             outcome = _import_in_worker(
                 owner=owner, data=data, source_path=source_path, limits=limits, progress=progress
@@ -667,6 +674,24 @@ def session_import(
             session.import_report = session.import_report + [p.as_dict() for p in parsed.problems]
         _imported(session, owner=owner, data=data, source_path=source_path, created=created, added=len(parsed.entries))
     return ImportResult(session, created, len(parsed.entries), parsed.problems, parsed.version)
+
+
+def _require_reimport(user: User, session: Session) -> None:
+    """Importing a file whose session is stored already updates it: its owner may, and so may a
+    member of its team who may import there (any editor keeps a mirrored session up to date)."""
+    if session.deleting:
+        raise SessionConflict(f"session {session.public_id} is being deleted; import it again once it is gone")
+    role = access.session_access(user, session)
+    if role is None:
+        raise SessionConflict(
+            f"session {session.public_id} already exists in piweb under another account;"
+            " its owner can move it to a team you are in"
+        )
+    if not access.can(role, "import"):
+        raise SessionForbidden(
+            f"session {session.public_id} is already in piweb, in a team where your role ({role}) may not import",
+            need="import", role=str(role),
+        )  # fmt: skip
 
 
 ANALYZE_AFTER = 5000  # entries added by one import

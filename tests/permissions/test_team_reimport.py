@@ -1,0 +1,84 @@
+"""Importing a file whose session is already stored: its owner and the team's editors and admins
+update it (a mirrored session kept up to date by whoever imports), viewers and reviewers are told
+their role may not, anyone else learns only that it belongs to another account. Nothing changes on
+a refusal."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from sessions_app import selectors, services
+from sessions_app.errors import SessionConflict, SessionForbidden
+from sessions_app.models import Entry, Session
+
+pytestmark = pytest.mark.django_db
+
+
+def grown_file(session: Session, text: str = "written by pi later") -> bytes:
+    """The session as pi would have it after one more user message at its leaf."""
+    data = "".join(selectors.export_lines(session=session)).encode()
+    line = {
+        "type": "message",
+        "id": "feed0001",
+        "parentId": session.leaf_id,
+        "timestamp": "2026-01-05T10:00:00.000Z",
+        "message": {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 1_767_607_200_000},
+    }
+    return data + json.dumps(line, separators=(",", ":")).encode() + b"\n"
+
+
+@pytest.mark.parametrize("name", ["editor", "admin"])
+def test_a_team_editor_updates_the_team_session(world, name):
+    session = world.sessions["team"]
+    data = grown_file(session)
+    result = services.session_import(owner=world.users[name], data=data)
+    assert (result.session.pk, result.created, result.added) == (session.pk, False, 1)
+    added = Entry.objects.get(session=session, entry_id="feed0001")
+    assert added.author_id == world.users[name].pk
+    session.refresh_from_db()
+    assert session.owner_id == world.users["admin"].pk and session.team_id == world.core.pk
+    assert session.leaf_id == "feed0001"
+    assert "".join(selectors.export_lines(session=session)).encode() == data
+
+
+@pytest.mark.parametrize("name", ["viewer", "reviewer"])
+def test_a_viewer_or_reviewer_is_told_their_role_may_not_import(world, name):
+    session = world.sessions["team"]
+    before = Entry.objects.filter(session=session).count()
+    with pytest.raises(SessionForbidden) as caught:
+        services.session_import(owner=world.users[name], data=grown_file(session))
+    assert f"your role ({name}) may not import" in caught.value.message
+    assert Entry.objects.filter(session=session).count() == before
+
+
+@pytest.mark.parametrize(("name", "key"), [("owner", "team"), ("other_admin", "team"), ("editor", "personal")])
+def test_anyone_else_gets_a_conflict_that_reveals_nothing_more(world, name, key):
+    session = world.sessions[key]
+    before = Entry.objects.filter(session=session).count()
+    with pytest.raises(SessionConflict) as caught:
+        services.session_import(owner=world.users[name], data=grown_file(session))
+    assert "under another account" in caught.value.message
+    assert Entry.objects.filter(session=session).count() == before
+
+
+def test_a_session_being_deleted_is_a_conflict(world):
+    session = world.sessions["personal"]
+    data = grown_file(session)
+    Session.objects.filter(pk=session.pk).update(deleting=True)
+    with pytest.raises(SessionConflict) as caught:
+        services.session_import(owner=world.users["owner"], data=data)
+    assert "being deleted" in caught.value.message
+
+
+def test_the_api_answers_403_for_a_viewer_and_201_for_an_editor(world):
+    session = world.sessions["team"]
+    data = grown_file(session)
+    refused = world.client("viewer").post("/api/sessions/import", {"file": SimpleUploadedFile("s.jsonl", data)})
+    assert refused.status_code == 403
+    assert "may not import" in refused.json()["message"]
+    taken = world.client("editor").post("/api/sessions/import", {"file": SimpleUploadedFile("s.jsonl", data)})
+    assert taken.status_code == 201  # lines were added
+    assert (taken.json()["id"], taken.json()["entries"], taken.json()["created"]) == (str(session.public_id), 1, False)
