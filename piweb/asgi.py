@@ -12,7 +12,10 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from piweb import uploads  # noqa: E402
 from sessions_app.routing import channel_routes, websocket_urlpatterns  # noqa: E402
+
+uploads.install()  # daphne: no second, slow parse of multipart uploads (see uploads.py)
 
 application = ProtocolTypeRouter(
     {
