@@ -8,6 +8,8 @@ SessionManager) and then the same operations through piweb's services and select
 
   import          services.session_import of the whole file, in a fresh subprocess (peak RSS
                   measured there); beside pi's SessionManager.open()
+  import via API  the file POSTed to /api/sessions/import on a daphne started for it (upload and
+                  multipart parsing included); for information
   context@leaf    selectors.session_context at the session's leaf; beside pi's buildSessionContext()
   branch+context  the 100 seeded targets of bench.mjs (branch_targets.py): services.leaf_move +
                   selectors.session_context per target; beside pi's branch() + buildSessionContext()
@@ -308,6 +310,54 @@ def delete_session(public_id: str) -> None:
         services.session_delete(session=s)
 
 
+def import_over_http(path: Path, public_id: str, code: Path) -> dict[str, Any]:
+    """POST the file to /api/sessions/import on a daphne of its own (as deployed, from the benched
+    copy of the code): the user's figure, upload and multipart parsing included. RSS is daphne's."""
+    import http.client
+    import socket
+    import uuid
+
+    from sessions_app.auth import api_token_create
+
+    delete_session(public_id)
+    token = api_token_create(user=bench_user(), name="bench")[1]
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    server = subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "piweb.asgi:application"],
+        cwd=code, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        for _ in range(200):
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.1):
+                break
+            time.sleep(0.05)
+        boundary = uuid.uuid4().hex
+        head = f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{path.name}"\r\n\r\n'
+        t0 = time.perf_counter()
+        body = head.encode() + path.read_bytes() + f"\r\n--{boundary}--\r\n".encode()
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+        conn.request(
+            "POST", "/api/sessions/import", body=body,
+            headers={"Authorization": f"Bearer {token}", "Content-Type": f"multipart/form-data; boundary={boundary}"},
+        )  # fmt: skip
+        response = conn.getresponse()
+        answer = response.read()
+        ms = (time.perf_counter() - t0) * 1000
+        if response.status != 201:
+            sys.exit(f"import of {path} over HTTP: {response.status} {answer[:300]!r}")
+        rss = 0.0
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{server.pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    rss = int(line.split()[1]) / 1024
+        return {"ms": r3(ms), "server_peak_rss_mb": round(rss, 1), "entries": json.loads(answer)["entries"]}
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 def append_messages(n: int) -> list[dict[str, Any]]:
     """bench.mjs's append payloads: user / assistant with a tool call / tool result, in turn."""
 
@@ -404,6 +454,8 @@ def bench_piweb(path: Path, pi: dict[str, Any], args: argparse.Namespace) -> dic
         "runs": runs,
     }
     public_id = runs[-1]["public_id"]
+    log(f"piweb: import {path.name} over HTTP (daphne)")
+    res["import_http"] = import_over_http(path, public_id, Path(os.environ.get("PIWEB_BENCH_CODE", ROOT)))
     session = Session.objects.get(public_id=public_id)
     leaf = session.leaf_id
     entry_ids = list(Entry.objects.filter(session=session).order_by("seq").values_list("entry_id", flat=True))
@@ -579,6 +631,20 @@ def build_rows(name: str, n: int, linear: bool, pi: dict[str, Any], pw: dict[str
         f"importer + import worker ({imp['worker_peak_rss_mb']:.0f} MB); interpreter+Django alone: "
         f"{imp['base_rss_mb']:.0f} MB",
         piweb_mb=imp["peak_rss_mb"],
+    )
+
+    web = pw["import_http"]
+    row(
+        "import via API",
+        fmt(web["ms"]),
+        fmt(pi_open),
+        ratio(web["ms"], pi_open),
+        "",
+        None,
+        formal,
+        f"POST to daphne, upload and parsing included; daphne peak RSS {web['server_peak_rss_mb']:.0f} MB",
+        piweb_ms=web["ms"],
+        pi_ms=pi_open,
     )
 
     c = pw["context_leaf"]
