@@ -33,11 +33,10 @@ class WorkerRun:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (_ROOT, os.environ.get("PYTHONPATH")) if p)}
         self.queue: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=4)
         self.reader: threading.Thread | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
         try:
             with tempfile.TemporaryFile() as file:  # unlinked at once; the worker reads its descriptor
-                file.write(data)
-                file.flush()
-                self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(
+                self.proc = subprocess.Popen(
                     [*COMMAND, str(file.fileno())],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
@@ -45,7 +44,13 @@ class WorkerRun:
                     cwd=_ROOT,
                     pass_fds=(file.fileno(),),
                 )
+                # Written while the worker starts up; it reads the file only once the job arrives.
+                file.write(data)
+                file.flush()
         except OSError as exc:  # no temp space, no process: the caller parses the file itself
+            if self.proc is not None:  # started, but the file could not be written
+                self.proc.kill()
+                self.proc.communicate()
             self.proc = None
             self.queue.put(("fallback", f"the worker could not start: {exc}"))
             return

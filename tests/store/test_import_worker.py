@@ -7,7 +7,9 @@ take (problems, unusual order, a crash) back to it without leaving anything behi
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +171,42 @@ def test_a_worker_that_cannot_start_leaves_the_file_to_the_parser(alice, setting
     result = services.session_import(owner=alice, data=generated(300, seed=18))
     assert outcomes == [None]
     assert result.added == 300
+
+
+def test_a_full_disk_after_the_worker_started_leaves_the_file_to_the_parser(
+    alice, settings, outcomes, generated, monkeypatch
+):
+    data = generated(300, seed=19)
+    started: list[Any] = []
+    real_popen, real_tempfile = subprocess.Popen, tempfile.TemporaryFile
+
+    class FullDisk:
+        def __init__(self) -> None:
+            self.file = real_tempfile()
+
+        def __enter__(self) -> FullDisk:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.file.close()
+
+        def fileno(self) -> int:
+            return int(self.file.fileno())
+
+        def write(self, data: bytes) -> int:
+            raise OSError(28, "No space left on device")
+
+    def popen(*args: Any, **kwargs: Any) -> Any:
+        started.append(real_popen(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", FullDisk)
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    settings.PIWEB_IMPORT_WORKER_MIN_BYTES = 0
+    result = services.session_import(owner=alice, data=data)
+    assert outcomes == [None]
+    assert result.added == 300
+    assert len(started) == 1 and started[0].returncode is not None  # the worker was stopped
 
 
 def test_small_files_and_known_sessions_do_not_start_a_worker(alice, settings, outcomes, generated):
