@@ -17,8 +17,6 @@ from sessions_app.errors import ImportRejected
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("_sessions_deleted_after")]
 
-sqlite_only = pytest.mark.skipif(connection.vendor != "sqlite", reason="WAL checkpoints are SQLite's")
-
 
 @pytest.fixture
 def _sessions_deleted_after():
@@ -71,32 +69,32 @@ def join_checkpoints() -> None:
             thread.join(timeout=30)
 
 
-@sqlite_only
 def test_a_big_import_commits_without_checkpointing_and_a_thread_does_it(
     alice, generated, settings, runs, autocheckpoint_during_import
 ):
     settings.PIWEB_BACKGROUND_CHECKPOINT_BYTES = 0
-    before = autocheckpoint()
     result = services.session_import(owner=alice, data=generated(entries=300, seed=5))
     join_checkpoints()
     assert result.added == 300
+    if connection.vendor != "sqlite":
+        assert runs == []  # PostgreSQL checkpoints on its own: nothing to defer
+        return
     assert autocheckpoint_during_import == [0]  # the commit itself did not checkpoint
-    assert autocheckpoint() == before == 1000  # and the connection is as it was
+    assert autocheckpoint() == 1000  # and the connection is as it was
     assert runs == [str(connection.settings_dict["NAME"])]
-    path = runs[0]
-    with contextlib.closing(sqlite3.connect(path)) as db:
+    with contextlib.closing(sqlite3.connect(runs[0])) as db:
         busy, frames, copied = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
     assert busy == 0 and frames == copied  # nothing left in the WAL that is not in the database
 
 
-@sqlite_only
 def test_a_rejected_file_starts_no_checkpoint_and_restores_the_connection(alice, settings, runs):
     settings.PIWEB_BACKGROUND_CHECKPOINT_BYTES = 0
     with pytest.raises(ImportRejected):
         services.session_import(owner=alice, data=b'{"type":"session","version":3,"id":"x"}\nnot json\n')
     join_checkpoints()
     assert runs == []
-    assert autocheckpoint() == 1000
+    if connection.vendor == "sqlite":
+        assert autocheckpoint() == 1000
 
 
 @pytest.mark.parametrize("case", ["small file", "outer transaction", "switched off"])
@@ -114,11 +112,3 @@ def test_nothing_changes_for_small_files_inside_transactions_or_when_off(
     assert runs == []
     if connection.vendor == "sqlite":
         assert autocheckpoint_during_import == [1000]
-
-
-@pytest.mark.skipif(connection.vendor == "sqlite", reason="the PostgreSQL case (CI runs the suite on both)")
-def test_postgresql_is_left_alone(alice, generated, settings, runs):
-    settings.PIWEB_BACKGROUND_CHECKPOINT_BYTES = 0
-    services.session_import(owner=alice, data=generated(entries=50, seed=7))
-    join_checkpoints()
-    assert runs == []
