@@ -42,18 +42,22 @@ def state_json(cache: dict[int, StateJson], state: PathState) -> StateJson:
 
 def advance(state: PathState, node: Node) -> PathState:
     """State after node, given the state at its parent (the scan of step 4 in pi)."""
-    data = node.data
-    if node.type == "thinking_level_change":
-        return PathState(data.get("thinkingLevel"), state.model, state.compaction_id)
-    if node.type == "model_change":
-        return _with_model(state, _model(data, "provider", "modelId"))
-    if node.type == "message":
+    return advance_entry(state, node.type, node.id, node.data)
+
+
+def advance_entry(state: PathState, kind: str, entry_id: str, data: Mapping[str, Any]) -> PathState:
+    """advance() for an entry not wrapped in a Node (the import worker's loop)."""
+    if kind == "message":
         message = data.get("message")
         if isinstance(message, dict) and message.get("role") == "assistant":
             return _with_model(state, _model(message, "provider", "model"))
         return state
-    if node.type == "compaction":
-        return PathState(state.thinking_level, state.model, node.id)
+    if kind == "thinking_level_change":
+        return PathState(data.get("thinkingLevel"), state.model, state.compaction_id)
+    if kind == "model_change":
+        return _with_model(state, _model(data, "provider", "modelId"))
+    if kind == "compaction":
+        return PathState(state.thinking_level, state.model, entry_id)
     return state
 
 

@@ -2,8 +2,8 @@
 
 Why a process: a large import is CPU-bound Python (JSON, checks, previews, path states, chain
 hashes) followed by database writes; in one process they share the GIL, so they cannot overlap.
-Here this worker computes rows while the importing process writes them (and adds their chain
-hashes, services._chained), one core each.
+Here this worker computes rows, chain hashes included, while the importing process writes them
+(and keeps the session's running digest, services._chained), one core each.
 
 Only the common case is done here: every line valid, every parent (and label target) before its
 children, no repeated ids. On anything else the worker answers "fallback" and the importing
@@ -14,6 +14,8 @@ Protocol: stdin carries a pickled Job; the file's bytes are read from the file d
 the first argument (an unlinked temp file: a pipe would copy 64 KiB at a time). stdout carries
 pickled messages:
 ("rows", [row, ...]), ("progress", bytes_read), then ("done", Summary) or ("fallback", reason).
+A row holds its line as (start, end) offsets into the file, which the importing process has too:
+the lines themselves (nearly all of the file) need not be pickled and piped.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from typing import Any
 
 import orjson
 
-from sessions_app.context import PathState, StateJson, advance, state_json
+from sessions_app.chain import entry_chain_hash
+from sessions_app.context import PathState, StateJson, advance_entry, state_json
 from sessions_app.listing import Listing, storable, update_listing
 from sessions_app.piformat import (
     MAX_ID_CHARS,
@@ -41,7 +44,7 @@ from sessions_app.piformat import (
     _parse_line,
     validate_entry,
 )
-from sessions_app.tree import Node, parse_timestamp_ms, row_text
+from sessions_app.tree import parse_timestamp_ms, row_text
 
 BATCH = 2000  # rows per message
 FIRST_BATCH = 200  # smaller, so the importing process starts writing sooner
@@ -57,6 +60,7 @@ class Job:
     start: int  # offset of the line after the header
     first_line: int  # the header's line number
     size: int  # the file's size in bytes
+    chain_key: bytes = b""  # settings.PIWEB_CHAIN_KEY, for the rows' chain hashes
 
 
 @dataclass(slots=True)
@@ -72,7 +76,7 @@ class Fallback(Exception):
     """The file needs the in-process parser (a problem to report, or an unusual order)."""
 
 
-_Seen = tuple[str | None, int, PathState]  # parent id, depth, path state
+_Seen = tuple[str | None, int, PathState, str]  # parent id, depth, path state, chain hash
 
 _ROOT = PathState()
 _ROW = tuple[Any, ...]
@@ -86,7 +90,7 @@ def build(data: bytes, job: Job) -> Iterator[tuple[str, Any]]:
     rows: list[_ROW] = []
     seq = 0
     pending = 0
-    max_depth, max_line = job.limits.max_depth, job.limits.max_line_bytes
+    max_depth, max_line, key = job.limits.max_depth, job.limits.max_line_bytes, job.chain_key
     for number, start, end in _lines(data, job.start, job.first_line):
         pending += end - start + 1
         if pending >= PROGRESS_EVERY:
@@ -122,18 +126,19 @@ def build(data: bytes, job: Job) -> Iterator[tuple[str, Any]]:
         seq += 1
         message = obj.get("message") if kind == "message" else None
         role = message.get("role") if isinstance(message, dict) else None
-        state = advance(base[2] if base else _ROOT, Node(entry_id, parent_id, kind, obj))
+        state = advance_entry(base[2] if base else _ROOT, kind, entry_id, obj)
         depth = base[1] + 1 if base else 0
-        seen[entry_id] = (parent_id, depth, state)
+        chain = entry_chain_hash(key, base[3] if base else None, seq, entry_id, chunk)
+        seen[entry_id] = (parent_id, depth, state, chain)
         columns = state_json(states, state)
         timestamp = obj["timestamp"]
         rows.append(
             (
                 job.session_pk, seq, entry_id, parent_id, kind, role if isinstance(role, str) else None,
-                timestamp, ts_ms, chunk, storable(row_text(obj)), depth,
+                timestamp, ts_ms, (start, end), storable(row_text(obj)), depth,
                 columns[1], columns[2], state.compaction_id,
                 _kept_from(obj, parent_id, seen) if kind == "compaction" else None,
-                job.author_id, job.created_at,
+                job.author_id, job.created_at, chain,
             )
         )  # fmt: skip
         update_listing(summary.listing, obj)

@@ -748,11 +748,11 @@ def _import_in_worker(
     job = import_worker.Job(
         session_pk=session.pk, author_id=owner.pk,
         created_at=connection.ops.adapt_datetimefield_value(timezone.now()), limits=limits,
-        start=header.end, first_line=header.number, size=len(data),
+        start=header.end, first_line=header.number, size=len(data), chain_key=_chain_key(),
     )  # fmt: skip
     summary, reported = None, 0
-    chains: dict[str, str] = {}
     digest, key = "", _chain_key()
+    lines = memoryview(data)
     # The file's hash in a thread: hashlib lets go of the GIL, and this process mostly waits for
     # the worker's first rows meanwhile.
     file_hash = hashlib.sha256()
@@ -763,7 +763,7 @@ def _import_in_worker(
         with connection.cursor() as cursor:
             for kind, payload in run.messages():
                 if kind == "rows":
-                    digest = _chained(payload, chains, digest, key)
+                    digest = _with_lines(payload, lines, digest, key)
                     cursor.executemany(_INSERT_RAW_BYTES[connection.vendor == "postgresql"], payload)
                 elif kind == "progress":
                     reported += payload
@@ -796,23 +796,20 @@ def _import_in_worker(
     return ImportResult(session, True, summary.entries, [], piformat.CURRENT_VERSION, summary.peak_rss_mb)
 
 
-def _chained(rows: list[Any], chains: dict[str, str], digest: str, key: bytes) -> str:
-    """Append each worker row's chain hash (in place); the session digest after them.
-
-    Done here, not in the worker: this process waits on the worker otherwise, so the hashing
-    balances the two processes' CPU time."""
-    entry_hash, running = chainhash.entry_chain_hash, chainhash.session_digest
+def _with_lines(rows: list[Any], lines: memoryview, digest: str, key: bytes) -> str:
+    """Put each worker row's line in place of its (start, end) offsets, in place; return the
+    session digest after the rows (the worker made their chain hashes: this process would
+    otherwise wait on it)."""
+    running = chainhash.session_digest
     for i, row in enumerate(rows):
-        parent = row[3]
-        chain = entry_hash(key, chains[parent] if parent is not None else None, row[1], row[2], row[8])
-        chains[row[2]] = chain
-        digest = running(key, digest, chain)
-        rows[i] = (*row, chain)
+        start, end = row[8]
+        rows[i] = (*row[:8], lines[start:end], *row[9:])
+        digest = running(key, digest, row[-1])
     return digest
 
 
 def _insert_raw_bytes(cast: str) -> str:
-    # The worker sends each line as the file's bytes; the database decodes them (no str copies).
+    # Each line is a view of the file's bytes; the database decodes them (no str copies).
     marks = [cast if name == "raw" else "%s" for name in _COLUMNS]
     return f"INSERT INTO sessions_app_entry ({', '.join(_COLUMNS)}) VALUES ({', '.join(marks)})"
 

@@ -7,6 +7,7 @@ never waits for the database; a bounded queue keeps at most a few batches in mem
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
 import os
 import pickle
@@ -25,6 +26,7 @@ log = logging.getLogger(__name__)
 
 _ROOT = str(Path(__file__).resolve().parent.parent)  # where the sessions_app package lives
 _END = ("done", "fallback")
+F_SETPIPE_SZ: int | None = getattr(fcntl, "F_SETPIPE_SZ", None)  # Linux only
 COMMAND = [sys.executable, "-m", "sessions_app.import_worker"]
 
 
@@ -54,6 +56,12 @@ class WorkerRun:
             self.proc = None
             self.queue.put(("fallback", f"the worker could not start: {exc}"))
             return
+        # A pipe of 1 MiB instead of 64 KiB: the worker writes a whole batch ahead while this
+        # process's reader thread waits for the GIL.
+        assert self.proc.stdout is not None
+        if F_SETPIPE_SZ is not None:
+            with contextlib.suppress(OSError):  # above /proc/sys/fs/pipe-max-size: keep the default
+                fcntl.fcntl(self.proc.stdout.fileno(), F_SETPIPE_SZ, 1 << 20)
         self.reader = threading.Thread(target=self._read, name="piweb-import-worker-reader", daemon=True)
         self.reader.start()
         assert self.proc.stdin is not None
