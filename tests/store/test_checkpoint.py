@@ -43,23 +43,34 @@ def runs(monkeypatch) -> list[str]:
 
 
 @pytest.fixture
-def autocheckpoint_during_import(monkeypatch) -> list[int]:
-    """The connection's wal_autocheckpoint seen inside the import's transaction."""
-    seen: list[int] = []
+def pragmas_during_import(monkeypatch) -> list[tuple[int, int]]:
+    """The connection's wal_autocheckpoint and cache_size seen inside the import's transaction."""
+    seen: list[tuple[int, int]] = []
     real = services._imported
 
     def spy(*args: Any, **kwargs: Any) -> None:
         if connection.vendor == "sqlite":
-            seen.append(autocheckpoint())
+            seen.append((autocheckpoint(), cache_size()))
         real(*args, **kwargs)
 
     monkeypatch.setattr(services, "_imported", spy)
     return seen
 
 
+@pytest.mark.parametrize(("size", "kib"), [(0, 16384), (100 * 2**20, 16384), (300 * 2**20, 38400), (2**31, 65536)])
+def test_the_page_cache_grows_with_the_write_within_bounds(size, kib):
+    assert checkpoint.cache_kib(size) == kib
+
+
 def autocheckpoint() -> int:
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA wal_autocheckpoint")
+        return int(cursor.fetchone()[0])
+
+
+def cache_size() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA cache_size")
         return int(cursor.fetchone()[0])
 
 
@@ -70,17 +81,19 @@ def join_checkpoints() -> None:
 
 
 def test_a_big_import_commits_without_checkpointing_and_a_thread_does_it(
-    alice, generated, settings, runs, autocheckpoint_during_import
+    alice, generated, settings, runs, pragmas_during_import
 ):
     settings.PIWEB_BACKGROUND_CHECKPOINT_BYTES = 0
-    result = services.session_import(owner=alice, data=generated(entries=300, seed=5))
+    data = generated(entries=300, seed=5)
+    result = services.session_import(owner=alice, data=data)
     join_checkpoints()
     assert result.added == 300
     if connection.vendor != "sqlite":
         assert runs == []  # PostgreSQL checkpoints on its own: nothing to defer
         return
-    assert autocheckpoint_during_import == [0]  # the commit itself did not checkpoint
-    assert autocheckpoint() == 1000  # and the connection is as it was
+    # The commit itself did not checkpoint; the cache was the big write's.
+    assert pragmas_during_import == [(0, -checkpoint.cache_kib(len(data)))]
+    assert (autocheckpoint(), cache_size()) == (1000, -2000)  # and the connection is as it was
     assert runs == [str(connection.settings_dict["NAME"])]
     with contextlib.closing(sqlite3.connect(runs[0])) as db:
         busy, frames, copied = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
@@ -94,12 +107,12 @@ def test_a_rejected_file_starts_no_checkpoint_and_restores_the_connection(alice,
     join_checkpoints()
     assert runs == []
     if connection.vendor == "sqlite":
-        assert autocheckpoint() == 1000
+        assert (autocheckpoint(), cache_size()) == (1000, -2000)
 
 
 @pytest.mark.parametrize("case", ["small file", "outer transaction", "switched off"])
 def test_nothing_changes_for_small_files_inside_transactions_or_when_off(
-    alice, generated, settings, runs, autocheckpoint_during_import, case
+    alice, generated, settings, runs, pragmas_during_import, case
 ):
     settings.PIWEB_BACKGROUND_CHECKPOINT_BYTES = {"small file": 10**9, "outer transaction": 0, "switched off": -1}[case]
     data = generated(entries=50, seed=6)
@@ -111,4 +124,4 @@ def test_nothing_changes_for_small_files_inside_transactions_or_when_off(
     join_checkpoints()
     assert runs == []
     if connection.vendor == "sqlite":
-        assert autocheckpoint_during_import == [1000]
+        assert pragmas_during_import == [(1000, -2000)]
