@@ -182,6 +182,9 @@ PIWEB_IMPORT_WORKER_MIN_BYTES = env_int("PIWEB_IMPORT_WORKER_MIN_BYTES", 4 * 102
 # SQLite: imports of files this big or bigger leave the WAL checkpoint to a background thread
 # (sessions_app/checkpoint.py); -1: never.
 PIWEB_BACKGROUND_CHECKPOINT_BYTES = env_int("PIWEB_BACKGROUND_CHECKPOINT_BYTES", 4 * 1024 * 1024)
+# SQLite: each process checkpoints the WAL in a thread this often (ms) instead of in the commit
+# that crosses 1,000 pages (sessions_app/checkpoint.py); 0: SQLite's own, inline.
+PIWEB_WAL_CHECKPOINT_MS = env_int("PIWEB_WAL_CHECKPOINT_MS", 250)
 
 # LLM providers (sessions_app/llm/registry.py). No key: only the offline demo model is offered.
 PIWEB_OPENAI_API_KEY = env_secret("PIWEB_OPENAI_API_KEY")

@@ -9,4 +9,8 @@ class SessionsAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from sessions_app import signin  # noqa: F401  (connects the sign-in audit receivers)
+        from django.db.backends.signals import connection_created
+
+        from sessions_app import checkpoint, signin  # noqa: F401  (signin connects the sign-in audit receivers)
+
+        connection_created.connect(checkpoint.connection_created, dispatch_uid="piweb-wal-watch")

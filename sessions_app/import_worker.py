@@ -3,7 +3,7 @@
 Why a process: a large import is CPU-bound Python (JSON, checks, previews, path states, chain
 hashes) followed by database writes; in one process they share the GIL, so they cannot overlap.
 Here this worker computes rows, chain hashes included, while the importing process writes them
-(and keeps the session's running digest, services._chained), one core each.
+(and keeps the session's running digest, services._with_lines), one core each.
 
 Only the common case is done here: every line valid, every parent (and label target) before its
 children, no repeated ids. On anything else the worker answers "fallback" and the importing
@@ -60,7 +60,7 @@ class Job:
     start: int  # offset of the line after the header
     first_line: int  # the header's line number
     size: int  # the file's size in bytes
-    chain_key: bytes = b""  # settings.PIWEB_CHAIN_KEY, for the rows' chain hashes
+    chain_key: bytes  # settings.PIWEB_CHAIN_KEY, for the rows' chain hashes
 
 
 @dataclass(slots=True)

@@ -798,8 +798,7 @@ def _import_in_worker(
 
 def _with_lines(rows: list[Any], lines: memoryview, digest: str, key: bytes) -> str:
     """Put each worker row's line in place of its (start, end) offsets, in place; return the
-    session digest after the rows (the worker made their chain hashes: this process would
-    otherwise wait on it)."""
+    session's running digest after the rows (over the chain hashes the worker made)."""
     running = chainhash.session_digest
     for i, row in enumerate(rows):
         start, end = row[8]
