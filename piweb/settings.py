@@ -147,7 +147,16 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 2000, "expiry": 30, "prefix": "piweb"},
+            # redis-py 8 reads with a 5 s socket timeout by default, as long as channels-redis's
+            # blocking receive (BZPOPMIN) waits on the server: the two race, and a consumer dies
+            # with "Timeout reading from ..." (django/channels_redis#422). A longer client timeout
+            # still notices a dead connection.
+            "CONFIG": {
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
+                "capacity": 2000,
+                "expiry": 30,
+                "prefix": "piweb",
+            },
         }
     }
 else:

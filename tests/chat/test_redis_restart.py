@@ -56,7 +56,12 @@ def private_redis(settings) -> Iterator[Callable[[], None]]:
     settings.CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [f"redis://127.0.0.1:{port}/0"], "capacity": 2000, "expiry": 30},
+            # socket_timeout as piweb/settings.py sets it (tests/chat/test_layer_config.py)
+            "CONFIG": {
+                "hosts": [{"address": f"redis://127.0.0.1:{port}/0", "socket_timeout": 30}],
+                "capacity": 2000,
+                "expiry": 30,
+            },
         }
     }
 
