@@ -120,12 +120,14 @@ def watch(path: str, interval: float) -> None:
 
 def _watch(path: str, interval: float) -> None:
     seen: tuple[int, int] | None = None
-    wal = Path(path + "-wal")
+    database, wal = Path(path), Path(path + "-wal")
     while True:
         time.sleep(interval)
         try:
             stat = wal.stat()
         except OSError:  # no WAL (yet, or the database is gone): nothing to copy
+            continue
+        if not database.exists():  # removed (a test database at teardown): not worth a warning
             continue
         if (stat.st_mtime_ns, stat.st_size) != seen:
             checkpoint(path)
