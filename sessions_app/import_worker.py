@@ -1,18 +1,19 @@
-"""Builds the entry rows of a new session's v3 file in a separate process. Pure: no Django.
+"""Builds the entry rows of a new session's v3 file in a forked child process. Pure: no Django.
 
 Why a process: a large import is CPU-bound Python (JSON, checks, previews, path states, chain
 hashes) followed by database writes; in one process they share the GIL, so they cannot overlap.
 Here this worker computes rows, chain hashes included, while the importing process writes them
 (and keeps the session's running digest, services._with_lines), one core each.
 
+Why fork: the child starts at once with the file's bytes already in memory (shared copy-on-write;
+a 100 MB file is neither copied nor read again) and every module already imported.
+
 Only the common case is done here: every line valid, every parent (and label target) before its
 children, no repeated ids. On anything else the worker answers "fallback" and the importing
 process parses the file itself (piformat.parse), which reports each problem with its line number;
 the rows built here are exactly the rows that path would store (tests/store/test_import_worker.py).
 
-Protocol: stdin carries a pickled Job; the file's bytes are read from the file descriptor named by
-the first argument (an unlinked temp file: a pipe would copy 64 KiB at a time). stdout carries
-pickled messages:
+Protocol: a pipe carries pickled messages:
 ("rows", [row, ...]), ("progress", bytes_read), then ("done", Summary) or ("fallback", reason).
 A row holds its line as (start, end) offsets into the file, which the importing process has too:
 the lines themselves (nearly all of the file) need not be pickled and piped.
@@ -24,11 +25,11 @@ import contextlib
 import gc
 import os
 import pickle
-import sys
+import signal
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, NoReturn
 
 import orjson
 
@@ -59,8 +60,7 @@ class Job:
     limits: Limits
     start: int  # offset of the line after the header
     first_line: int  # the header's line number
-    size: int  # the file's size in bytes
-    chain_key: bytes  # settings.PIWEB_CHAIN_KEY, for the rows' chain hashes
+    chain_key: bytes  # settings.PIWEB_CHAIN_KEY, for the chain hashes and the digest
 
 
 @dataclass(slots=True)
@@ -69,7 +69,7 @@ class Summary:
     leaf_id: str | None = None
     listing: Listing = field(default_factory=Listing)
     extra_headers: list[tuple[int, str]] = field(default_factory=list)  # (entries before it, raw line)
-    peak_rss_mb: float = 0.0
+    private_mb: float = 0.0  # the worker's memory of its own at the end (not shared with its parent)
 
 
 class Fallback(Exception):
@@ -217,48 +217,47 @@ def _kept_from(obj: dict[str, Any], parent_id: str | None, seen: dict[str, _Seen
     return None
 
 
-def _peak_rss_mb() -> float:
-    with contextlib.suppress(OSError), Path("/proc/self/status").open() as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
+def private_mb() -> float:
+    """This process's own memory: what it wrote since the fork (RSS would count the parent's
+    pages it merely shares, the file's bytes among them). Read once, at the end: it costs a walk
+    of the page tables (~7 ms), and the worker's memory only grows (batches are small)."""
+    total = 0
+    with contextlib.suppress(OSError), Path("/proc/self/smaps_rollup").open() as rollup:
+        for line in rollup:
+            if line.startswith(("Private_Clean:", "Private_Dirty:")):
+                total += int(line.split()[1])
+    return total / 1024
 
 
-def _read_all(fd: int, size: int) -> bytes:
-    """The file as one bytes object (its slices are the rows' lines), from the parent's temp file."""
-    parts, got = [], 0
-    while got < size:
-        part = os.pread(fd, size - got, got)
-        if not part:
-            break
-        parts.append(part)
-        got += len(part)
-    os.close(fd)
-    return parts[0] if len(parts) == 1 else b"".join(parts)
-
-
-def main() -> None:
-    gc.disable()  # a short-lived process building ~100k small objects: collections only cost time
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    job: Job = pickle.load(stdin)
-    data = _read_all(int(sys.argv[1]), job.size)
+def serve(data: bytes, job: Job, out: IO[bytes]) -> None:
+    """Write build()'s messages to out, or ("fallback", reason)."""
     try:
-        if len(data) != job.size:
-            raise Fallback(f"read {len(data)} of {job.size} bytes")
         for message in build(data, job):
             if message[0] == "done":
-                message[1].peak_rss_mb = _peak_rss_mb()
-            pickle.dump(message, stdout, protocol=pickle.HIGHEST_PROTOCOL)
+                message[1].private_mb = private_mb()
+            pickle.dump(message, out, protocol=pickle.HIGHEST_PROTOCOL)
     except Fallback as exc:
-        pickle.dump(("fallback", str(exc)), stdout)
+        pickle.dump(("fallback", str(exc)), out)
     except Exception as exc:  # anything unexpected: the in-process parser will judge the file
-        pickle.dump(("fallback", f"worker error: {exc!r}"), stdout)
-    stdout.flush()
+        pickle.dump(("fallback", f"worker error: {exc!r}"), out)
+    out.flush()
 
 
-if __name__ == "__main__":
-    # Run the module under its own name, so what it pickles (Summary) unpickles in the parent.
-    from sessions_app import import_worker
-
-    import_worker.main()
+def forked_child(fd: int, job: Job, data: bytes) -> NoReturn:
+    """The child's whole life after os.fork(): serve on fd, then leave without running any of the
+    parent's cleanup (atexit, finalizers, its database connections)."""
+    code = 1
+    try:
+        # Ctrl-C and a stop end the child too; the parent's handlers are not for it.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        # Keep no copy of the parent's sockets and files (a client's connection stays open as long
+        # as any process holds it).
+        os.closerange(3, fd)
+        os.closerange(fd + 1, os.sysconf("SC_OPEN_MAX"))
+        gc.disable()  # ~100k small objects built and kept: collections would only cost time
+        with open(fd, "wb", buffering=1 << 16) as out:
+            serve(data, job, out)
+        code = 0
+    finally:
+        os._exit(code)

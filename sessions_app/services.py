@@ -39,6 +39,7 @@ from sessions_app.errors import (
 from sessions_app.listing import storable, update_listing
 from sessions_app.models import Entry, Session
 from sessions_app.tree import Node, parse_timestamp_ms, row_text
+from sessions_app.worker_client import AVAILABLE as WORKER_AVAILABLE
 from sessions_app.worker_client import WorkerRun
 
 log = logging.getLogger(__name__)
@@ -555,7 +556,7 @@ class ImportResult:
     added: int
     skipped: list[piformat.Problem] = field(default_factory=list)
     version: int = piformat.CURRENT_VERSION
-    worker_peak_rss_mb: float = 0.0  # the import worker's peak RSS, when one built the rows
+    worker_private_mb: float = 0.0  # the import worker's peak memory of its own, when one built the rows
 
 
 class _StoredLines(Mapping[str, str]):
@@ -722,10 +723,10 @@ _RACED: Any = object()  # another import created the same session meanwhile
 
 
 def _worker_worthwhile(data: bytes) -> bool:
-    """Starting the worker costs ~0.1 s; below PIWEB_IMPORT_WORKER_MIN_BYTES (negative: never)
-    the file is parsed in this process."""
+    """Below PIWEB_IMPORT_WORKER_MIN_BYTES (negative: never) the file is parsed in this process:
+    two processes pay off only once the rows take longer to build than a fork takes."""
     threshold = settings.PIWEB_IMPORT_WORKER_MIN_BYTES
-    return threshold >= 0 and len(data) >= threshold
+    return WORKER_AVAILABLE and threshold >= 0 and len(data) >= threshold
 
 
 def _import_in_worker(
@@ -748,17 +749,17 @@ def _import_in_worker(
     job = import_worker.Job(
         session_pk=session.pk, author_id=owner.pk,
         created_at=connection.ops.adapt_datetimefield_value(timezone.now()), limits=limits,
-        start=header.end, first_line=header.number, size=len(data), chain_key=_chain_key(),
+        start=header.end, first_line=header.number, chain_key=_chain_key(),
     )  # fmt: skip
     summary, reported = None, 0
     digest, key = "", _chain_key()
     lines = memoryview(data)
-    # The file's hash in a thread: hashlib lets go of the GIL, and this process mostly waits for
-    # the worker's first rows meanwhile.
+    run = WorkerRun(job, data)
+    # The file's hash in a thread (started after the fork): hashlib lets go of the GIL, and this
+    # process mostly waits for the worker's first rows meanwhile.
     file_hash = hashlib.sha256()
     hasher = threading.Thread(target=file_hash.update, args=(data,), name="piweb-import-sha256")
     hasher.start()
-    run = WorkerRun(job, data)
     try:
         with connection.cursor() as cursor:
             for kind, payload in run.messages():
@@ -793,7 +794,7 @@ def _import_in_worker(
         session, owner=owner, data=data, source_path=source_path, created=True, added=summary.entries,
         sha256=file_hash.hexdigest(),
     )  # fmt: skip
-    return ImportResult(session, True, summary.entries, [], piformat.CURRENT_VERSION, summary.peak_rss_mb)
+    return ImportResult(session, True, summary.entries, [], piformat.CURRENT_VERSION, summary.private_mb)
 
 
 def _with_lines(rows: list[Any], lines: memoryview, digest: str, key: bytes) -> str:

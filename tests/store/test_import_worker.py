@@ -7,16 +7,19 @@ take (problems, unusual order, a crash) back to it without leaving anything behi
 from __future__ import annotations
 
 import json
-import subprocess
+import os
+import pickle
+import signal
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import OperationalError
 from django.forms.models import model_to_dict
 
-from sessions_app import selectors, services, worker_client
+from sessions_app import import_worker, selectors, services, worker_client
 from sessions_app.errors import ImportRejected
 from sessions_app.models import Entry, Session
 
@@ -155,58 +158,111 @@ def test_progress_taken_back_when_the_file_is_handed_back(alice, settings, outco
     assert sum(steps) == sum(steps[back + 1 :]) > 0
 
 
-def test_a_crashed_worker_leaves_the_file_to_the_parser(alice, settings, outcomes, generated, monkeypatch):
-    monkeypatch.setattr(worker_client, "COMMAND", [sys.executable, "-c", "import sys; sys.stdin.buffer.read(10)"])
+@pytest.fixture
+def children(monkeypatch) -> list[int]:
+    """The pids of the workers forked."""
+    pids: list[int] = []
+    real_fork = worker_client._fork
+
+    def fork() -> int:
+        pid = real_fork()
+        if pid:
+            pids.append(pid)
+        return pid
+
+    monkeypatch.setattr(worker_client, "_fork", fork)
+    return pids
+
+
+def _reaped(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_a_worker_that_dies_midway_leaves_the_file_to_the_parser(
+    alice, settings, outcomes, generated, monkeypatch, children
+):
+    real_serve = import_worker.serve
+
+    def serve_then_die(data: bytes, job: import_worker.Job, out: Any) -> None:
+        class Dying:  # passes the first batches of rows on, then the process is killed
+            def __init__(self) -> None:
+                self.sent = 0
+
+            def write(self, chunk: bytes) -> int:
+                self.sent += 1
+                if self.sent > 3:
+                    out.flush()
+                    os.kill(os.getpid(), signal.SIGKILL)
+                return int(out.write(chunk))
+
+            def flush(self) -> None:
+                out.flush()
+
+        dying: Any = Dying()
+        real_serve(data, job, dying)
+
+    monkeypatch.setattr(import_worker, "serve", serve_then_die)  # the child is a fork: it has the patch
     settings.PIWEB_IMPORT_WORKER_MIN_BYTES = 0
-    data = generated(800, seed=14)
+    data = generated(2500, seed=14)
     result = services.session_import(owner=alice, data=data)
-    assert outcomes == [None]
-    assert result.added == 800
+    assert outcomes == [None]  # rows were written, then rolled back
+    assert result.added == 2500 and Entry.objects.count() == 2500
     assert "".join(selectors.export_lines(session=result.session)).encode() == data
+    assert len(children) == 1 and _reaped(children[0])
 
 
 def test_a_worker_that_cannot_start_leaves_the_file_to_the_parser(alice, settings, outcomes, generated, monkeypatch):
-    monkeypatch.setattr(worker_client, "COMMAND", ["/nonexistent/python"])
+    def no_fork() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(worker_client, "_fork", no_fork)
     settings.PIWEB_IMPORT_WORKER_MIN_BYTES = 0
     result = services.session_import(owner=alice, data=generated(300, seed=18))
     assert outcomes == [None]
     assert result.added == 300
 
 
-def test_a_full_disk_after_the_worker_started_leaves_the_file_to_the_parser(
-    alice, settings, outcomes, generated, monkeypatch
-):
-    data = generated(300, seed=19)
-    started: list[Any] = []
-    real_popen, real_tempfile = subprocess.Popen, tempfile.TemporaryFile
+def test_a_worker_stopped_early_is_killed_and_reaped(alice, settings, outcomes, generated, monkeypatch, children):
+    def failing_executemany(*args: Any, **kwargs: Any) -> None:
+        raise OperationalError("disk I/O error")
 
-    class FullDisk:
-        def __init__(self) -> None:
-            self.file = real_tempfile()
-
-        def __enter__(self) -> FullDisk:
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            self.file.close()
-
-        def fileno(self) -> int:
-            return int(self.file.fileno())
-
-        def write(self, data: bytes) -> int:
-            raise OSError(28, "No space left on device")
-
-    def popen(*args: Any, **kwargs: Any) -> Any:
-        started.append(real_popen(*args, **kwargs))
-        return started[-1]
-
-    monkeypatch.setattr(tempfile, "TemporaryFile", FullDisk)
-    monkeypatch.setattr(subprocess, "Popen", popen)
+    monkeypatch.setattr(services, "_with_lines", failing_executemany)  # fails on the first rows
     settings.PIWEB_IMPORT_WORKER_MIN_BYTES = 0
-    result = services.session_import(owner=alice, data=data)
-    assert outcomes == [None]
-    assert result.added == 300
-    assert len(started) == 1 and started[0].returncode is not None  # the worker was stopped
+    with pytest.raises(OperationalError):
+        services.session_import(owner=alice, data=generated(3000, seed=19))
+    assert Session.objects.count() == 0 and Entry.objects.count() == 0
+    assert len(children) == 1 and _reaped(children[0])
+
+
+def test_the_worker_holds_none_of_the_parents_files(alice, settings, outcomes, generated, monkeypatch):
+    """A client's socket stays open while any process holds it: the child closes all but its pipe."""
+    seen: list[list[str]] = []
+    real_serve = import_worker.serve
+
+    def serve_and_report(data: bytes, job: import_worker.Job, out: Any) -> None:
+        fds = [path.name for path in Path("/proc/self/fd").iterdir()]
+        real_serve(data, job, out)
+        pickle.dump(("fds", fds), out)  # read back by the test's own reader, after "done"
+
+    monkeypatch.setattr(import_worker, "serve", serve_and_report)
+    settings.PIWEB_IMPORT_WORKER_MIN_BYTES = 0
+    with tempfile.TemporaryFile() as held:  # a file the parent has open
+        real_read = worker_client.WorkerRun._read
+
+        def read(self: worker_client.WorkerRun) -> None:
+            real_read(self)
+            assert self.output is not None
+            seen.append(pickle.load(self.output)[1])
+
+        monkeypatch.setattr(worker_client.WorkerRun, "_read", read)
+        services.session_import(owner=alice, data=generated(300, seed=20))
+        assert held.fileno() > 2
+    assert isinstance(outcomes[0], services.ImportResult)
+    assert len(seen) == 1 and len(seen[0]) <= 5  # 0-2, the pipe, and the listing's own descriptor
 
 
 def test_small_files_and_known_sessions_do_not_start_a_worker(alice, settings, outcomes, generated):
