@@ -229,7 +229,11 @@ def leaf_after_load(nodes: Sequence[Node]) -> str | None:
 
 
 def _one_line(text: str, limit: int = 200) -> str:
-    flat = " ".join(text[: limit * 2].split())  # split() also eats tabs and newlines
+    flat = text[: limit * 2]
+    # split() also eats tabs, newlines and Unicode spaces: all non-printable but " ". A text with
+    # none of them and no run of spaces or space at either end is flat already (a third faster).
+    if not (flat.isprintable() and "  " not in flat and flat[:1] != " " and flat[-1:] != " "):
+        flat = " ".join(flat.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 

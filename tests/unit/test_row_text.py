@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from sessions_app import explorer
-from sessions_app.tree import TEXTLESS_PREFIX, row_text
+from sessions_app.tree import TEXTLESS_PREFIX, _one_line, row_text
 
 
 def reply(content: Any, stop: str | None = "stop", **extra: Any) -> dict[str, Any]:
@@ -49,3 +51,21 @@ def test_no_text_reply_can_look_hidden():
 def test_other_roles_never_count_as_hidden_assistants():
     assert not explorer._empty("user", TEXTLESS_PREFIX + "x")
     assert not explorer._empty(None, TEXTLESS_PREFIX + "x")
+
+
+# Pieces of text: words, runs of spaces, and each kind of character split() treats as a space
+# (ASCII controls, Latin-1, line and paragraph separators, ideographic) beside printable ones it
+# does not (a zero-width space, an accent, an emoji).
+_PIECES = ["word", "é", "\U0001f600", "\u200b", " ", "  ", *"\t\n\r\x0b\x1c\x85\xa0\u2028\u3000"]
+_TEXTS = st.lists(st.sampled_from(_PIECES), max_size=120).map("".join)
+
+
+@given(st.one_of(_TEXTS, st.text()), st.integers(min_value=1, max_value=300))
+@example("a  b", 200)
+@example(" a", 200)
+@example("a ", 200)
+@example("a\xa0b", 200)
+def test_one_line_is_the_text_split_and_joined(text, limit):
+    """_one_line skips split() for text that is flat already; it must never tell otherwise."""
+    flat = " ".join(text[: limit * 2].split())
+    assert _one_line(text, limit) == (flat if len(flat) <= limit else flat[: limit - 1] + "\u2026")
