@@ -7,7 +7,8 @@ shared/fixtures/pi/large-session.jsonl) this runs pi's own benchmark (bench.mjs,
 SessionManager) and then the same operations through piweb's services and selectors:
 
   import          services.session_import of the whole file, in a fresh subprocess (peak RSS
-                  measured there); beside pi's SessionManager.open()
+                  measured there); beside pi's SessionManager.open(), timed as bench.mjs times
+                  it in a node process run just before each import (the machine's speed drifts)
   import via API  the file POSTed to /api/sessions/import on a daphne started for it (upload and
                   multipart parsing included); for information
   context@leaf    selectors.session_context at the session's leaf; beside pi's buildSessionContext()
@@ -215,6 +216,41 @@ def run_pi(baseline: Path, path: Path, args: argparse.Namespace) -> dict[str, An
     lines = {obj["kind"]: obj for obj in map(json.loads, proc.stdout.splitlines()) if obj}
     cache.write_text(json.dumps({"key": key, "lines": lines}))
     return lines
+
+
+# pi's SessionManager.open() as bench.mjs times it (a first open, then opens with a GC before each),
+# in a node process of its own; run between piweb's imports, so both are timed in the same minute
+# (on a shared machine the speed drifts by a third from one minute to the next).
+PI_OPEN_JS = """
+import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+const { SessionManager } = await import("@mariozechner/pi-coding-agent");
+const [file, reps] = [process.argv[1], Number(process.argv[2])];
+const dir = mkdtempSync(join(tmpdir(), "pi-open-"));
+const work = join(dir, "session.jsonl");
+copyFileSync(file, work);
+SessionManager.open(work, dir);
+const ts = [];
+for (let i = 0; i < reps; i++) {
+  globalThis.gc();
+  const t0 = process.hrtime.bigint();
+  SessionManager.open(work, dir);
+  ts.push(Number(process.hrtime.bigint() - t0) / 1e6);
+}
+rmSync(dir, { recursive: true, force: true });
+console.log(JSON.stringify(ts));
+"""
+
+
+def pi_open_ms(baseline: Path, path: Path, reps: int = 3) -> list[float]:
+    proc = subprocess.run(
+        ["node", "--expose-gc", "--input-type=module", "-e", PI_OPEN_JS, str(path.resolve()), str(reps)],
+        cwd=baseline, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        sys.exit(f"pi open() of {path} failed:\n{proc.stderr}")
+    return [float(t) for t in json.loads(proc.stdout.strip().splitlines()[-1])]
 
 
 # --- Django -------------------------------------------------------------------------------------
@@ -434,8 +470,10 @@ def bench_piweb(path: Path, pi: dict[str, Any], args: argparse.Namespace) -> dic
     user = bench_user()
 
     # import: each run in a fresh interpreter, so its peak RSS is the import's own
-    runs = []
+    runs, pi_opens = [], []
     for i in range(args.import_reps):
+        log(f"pi: open() {path.name} beside import {i + 1}")
+        pi_opens += pi_open_ms(args.baseline, path)
         delete_session(public_id)
         log(f"piweb: import {path.name} ({i + 1}/{args.import_reps})")
         proc = subprocess.run(
@@ -454,6 +492,7 @@ def bench_piweb(path: Path, pi: dict[str, Any], args: argparse.Namespace) -> dic
         "added": runs[-1]["added"],
         "skipped": runs[-1]["skipped"],
         "runs": runs,
+        "pi_open_beside": stats(pi_opens),
     }
     public_id = runs[-1]["public_id"]
     log(f"piweb: import {path.name} over HTTP (daphne)")
@@ -608,17 +647,18 @@ def build_rows(name: str, n: int, linear: bool, pi: dict[str, Any], pw: dict[str
         return pi.get(k, {}).get("median_ms")
 
     imp = pw["import"]
-    pi_open = med("open")
+    beside = imp["pi_open_beside"]
+    pi_open = beside["median_ms"]
     r = ratio(imp["median_ms"], pi_open)
     row(
         "import",
         f"{fmt(imp['median_ms'])} (n={imp['n']})",
-        fmt(pi_open),
+        f"{fmt(pi_open)} (n={beside['n']})",
         r,
         "<= pi open()",
         None if r is None else r <= 1.0,
         formal,
-        f"{imp['added']} entries",
+        f"{imp['added']} entries; pi's open() timed between the imports (bench.mjs's run: {fmt(med('open'))})",
         piweb_ms=imp["median_ms"],
         pi_ms=pi_open,
     )
