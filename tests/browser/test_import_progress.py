@@ -3,8 +3,11 @@ real progress (polled), then the result; and a rejected file's line-numbered err
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from sessions_app import services
 from sessions_app.models import Session
 from tests.browser.conftest import shot
 
@@ -23,7 +26,16 @@ RECORD = """() => {
 }"""
 
 
-def test_a_big_import_shows_the_server_side_progress(login, live_server, generated, tmp_path):
+def test_a_big_import_shows_the_server_side_progress(login, live_server, generated, tmp_path, monkeypatch):
+    # A 20k-entry import takes ~0.5 s, about one poll (300 ms): each batch of rows is written a
+    # little slower here, as on a busy server, so that the bar has several values to show.
+    with_lines = services._with_lines
+
+    def slower(*args, **kwargs):
+        time.sleep(0.15)
+        return with_lines(*args, **kwargs)
+
+    monkeypatch.setattr(services, "_with_lines", slower)
     path = tmp_path / "big-session.jsonl"
     path.write_bytes(generated(20000, seed=11))
     page = login()
