@@ -15,7 +15,7 @@ the rows built here are exactly the rows that path would store (tests/store/test
 
 Protocol: a pipe carries pickled messages:
 ("rows", [row, ...]), ("progress", bytes_read), then ("done", Summary) or ("fallback", reason).
-A row holds its line as (start, end) offsets into the file, which the importing process has too:
+A row (a list) holds its line as (start, end) offsets into the file, which the importing process has too:
 the lines themselves (nearly all of the file) need not be pickled and piped.
 """
 
@@ -79,7 +79,7 @@ class Fallback(Exception):
 _Seen = tuple[str | None, int, PathState, str]  # parent id, depth, path state, chain hash
 
 _ROOT = PathState()
-_ROW = tuple[Any, ...]
+_ROW = list[Any]  # a list: the importing process puts the line in place of its offsets
 
 
 def build(data: bytes, job: Job) -> Iterator[tuple[str, Any]]:
@@ -100,6 +100,7 @@ def build(data: bytes, job: Job) -> Iterator[tuple[str, Any]]:
         plain = _plain_message(chunk, max_depth, max_line)
         if plain is not None:
             obj, ts_ms = plain
+            preview = row_text(obj)  # orjson refuses unpaired surrogates: storable() as it is
         else:  # anything but a well-formed message line: piformat's own checks
             obj, problem = _parse_line(chunk, number, job.limits)
             if problem is not None:
@@ -112,6 +113,7 @@ def build(data: bytes, job: Job) -> Iterator[tuple[str, Any]]:
             if (problem_text := validate_entry(obj)) is not None:
                 raise Fallback(f"line {number}: {problem_text}")
             ts_ms = parse_timestamp_ms(obj["timestamp"]) or 0
+            preview = storable(row_text(obj))
         kind = obj["type"]
         entry_id, parent_id = obj["id"], obj["parentId"]
         if entry_id in seen:
@@ -133,13 +135,13 @@ def build(data: bytes, job: Job) -> Iterator[tuple[str, Any]]:
         columns = state_json(states, state)
         timestamp = obj["timestamp"]
         rows.append(
-            (
+            [
                 job.session_pk, seq, entry_id, parent_id, kind, role if isinstance(role, str) else None,
-                timestamp, ts_ms, (start, end), storable(row_text(obj)), depth,
+                timestamp, ts_ms, (start, end), preview, depth,
                 columns[1], columns[2], state.compaction_id,
                 _kept_from(obj, parent_id, seen) if kind == "compaction" else None,
                 job.author_id, job.created_at, chain,
-            )
+            ]
         )  # fmt: skip
         update_listing(summary.listing, obj)
         summary.leaf_id = entry_id

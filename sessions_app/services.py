@@ -801,9 +801,9 @@ def _with_lines(rows: list[Any], lines: memoryview, digest: str, key: bytes) -> 
     """Put each worker row's line in place of its (start, end) offsets, in place; return the
     session's running digest after the rows (over the chain hashes the worker made)."""
     running = chainhash.session_digest
-    for i, row in enumerate(rows):
+    for row in rows:
         start, end = row[8]
-        rows[i] = (*row[:8], lines[start:end], *row[9:])
+        row[8] = lines[start:end]
         digest = running(key, digest, row[-1])
     return digest
 
