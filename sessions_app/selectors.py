@@ -36,8 +36,23 @@ def session_list_for_user(*, user: User | AnonymousUser) -> QuerySet[Session]:
 def entry_get(*, session: Session, entry_id: str) -> Entry:
     entry = Entry.objects.filter(session=session, entry_id=entry_id).first()
     if entry is None:
-        raise EntryNotFound(f"Entry {entry_id} not found", entryId=entry_id)
+        raise _not_found(entry_id)
     return entry
+
+
+def entry_require(*, session: Session, entry_id: str) -> None:
+    """EntryNotFound unless the session has this entry: one index lookup, no row read or model
+    built (what moving the leaf, forking or sharing need to know)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT 1 FROM sessions_app_entry WHERE session_id = %s AND entry_id = %s", [session.pk, entry_id]
+        )
+        if cursor.fetchone() is None:
+            raise _not_found(entry_id)
+
+
+def _not_found(entry_id: str) -> EntryNotFound:
+    return EntryNotFound(f"Entry {entry_id} not found", entryId=entry_id)
 
 
 def entry_node(entry: Entry) -> Node:

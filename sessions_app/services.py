@@ -399,10 +399,10 @@ def leaf_move(*, session: Session, entry_id: str | None) -> Session:
     """pi's branch(id) / resetLeaf(): the next entry will be a child of entry_id (None: a new root)."""
     locked = _locked(session)
     if entry_id is not None:
-        sel.entry_get(session=locked, entry_id=entry_id)
+        sel.entry_require(session=locked, entry_id=entry_id)
     before = locked.leaf_id
     locked.leaf_id = entry_id
-    locked.save(update_fields=["leaf_id", "updated_at"])
+    _save_fields(locked, ["leaf_id", "updated_at"])
     audit.audit_record(action="leaf.move", obj_type="session", obj_id=locked.public_id, before=before, after=entry_id)
     _sync(session, locked)
     events.publish_on_commit(locked, events.leaf_event(locked))
@@ -445,7 +445,7 @@ def session_rename(*, session: Session, name: str, author: User | None = None) -
 @transaction.atomic
 def session_fork(*, session: Session, entry_id: str, owner: User) -> Session:
     """pi's createBranchedSession: a new session holding the path to entry_id (labels re-created)."""
-    sel.entry_get(session=session, entry_id=entry_id)
+    sel.entry_require(session=session, entry_id=entry_id)
     path, rechained = _path_without_labels(sel.path_nodes(session=session, leaf_id=entry_id))
     header: dict[str, Any] = {
         "type": "session",

@@ -47,7 +47,7 @@ def share_create(
     if not access.can(access.session_access(user, session), "share"):
         raise SessionNotFound()
     if entry_id:
-        selectors.entry_get(session=session, entry_id=entry_id)
+        selectors.entry_require(session=session, entry_id=entry_id)
     if expires_days is not None and expires_days < 1:
         raise SessionsError("expires_days must be at least 1", field="expires_days")
     token = TOKEN_PREFIX + secrets.token_urlsafe(24)

@@ -93,8 +93,7 @@ def chat_regenerate(*, session: Session, entry_id: str, author: User | None) -> 
 @transaction.atomic
 def chat_continue(*, session: Session, entry_id: str, author: User | None) -> StreamingTurn:
     """Run a turn from any node: the leaf moves there and the reply hangs off it."""
-    selectors.entry_get(session=session, entry_id=entry_id)
-    services.leaf_move(session=session, entry_id=entry_id)
+    services.leaf_move(session=session, entry_id=entry_id)  # EntryNotFound if there is no such entry
     return turn_create(session=session, parent_id=entry_id, author=author)
 
 

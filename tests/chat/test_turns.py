@@ -203,6 +203,14 @@ async def test_empty_text_and_unknown_turn(chat_session, alice_async, turn_worke
     assert (await alice_async.post(url(chat_session, "stop"), {"turn": "nope"})).status_code == 404
 
 
+async def test_continue_from_an_unknown_entry_changes_nothing(chat_session, alice_async, turn_worker):
+    leaf = chat_session.leaf_id
+    assert (await alice_async.post(url(chat_session, "continue"), {"entry": "nope"})).status_code == 404
+    await chat_session.arefresh_from_db()
+    assert chat_session.leaf_id == leaf
+    assert not await StreamingTurn.objects.filter(session=chat_session).aexists()
+
+
 async def test_live_entry_from_a_service_call_reaches_viewer(chat_session, alice, turn_worker):
     comm = await connect(alice, chat_session)
     await frames_until(comm, "chat-presence")
