@@ -245,19 +245,31 @@ def serve(data: bytes, job: Job, out: IO[bytes]) -> None:
     out.flush()
 
 
-def forked_child(fd: int, job: Job, data: bytes) -> NoReturn:
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+def forked_child(fd: int, job: Job, data: bytes, signal_mask: set[int | signal.Signals]) -> NoReturn:
     """The child's whole life after os.fork(): serve on fd, then leave without running any of the
-    parent's cleanup (atexit, finalizers, its database connections)."""
+    parent's cleanup (atexit, finalizers, its database connections).
+
+    It starts with STOP_SIGNALS blocked (the parent blocks them around the fork), so a Ctrl-C
+    cannot raise in it before this point and unwind into the parent's code; once their handlers
+    are the default again (the parent's are not for it), signal_mask, the parent's, is restored."""
     code = 1
     try:
-        # Ctrl-C and a stop end the child too; the parent's handlers are not for it.
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        gc.disable()  # first: ~100k small objects built and kept, collections would only cost time
+        for number in STOP_SIGNALS:
+            signal.signal(number, signal.SIG_DFL)
+        signal.set_wakeup_fd(-1)
+        signal.pthread_sigmask(signal.SIG_SETMASK, signal_mask)
         # Keep no copy of the parent's sockets and files (a client's connection stays open as long
-        # as any process holds it).
-        os.closerange(3, fd)
-        os.closerange(fd + 1, os.sysconf("SC_OPEN_MAX"))
-        gc.disable()  # ~100k small objects built and kept: collections would only cost time
+        # as any process holds it). The listing, not closerange: without the close_range syscall
+        # (old kernels, some sandboxes) that would close every number up to the fd limit, one by one.
+        for entry in list(Path("/proc/self/fd").iterdir()):  # (listed whole before any is closed)
+            descriptor = int(entry.name)
+            if descriptor > 2 and descriptor != fd:
+                with contextlib.suppress(OSError):  # the listing's own descriptor, closed already
+                    os.close(descriptor)
         with open(fd, "wb", buffering=1 << 16) as out:
             serve(data, job, out)
         code = 0

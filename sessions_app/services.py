@@ -759,8 +759,8 @@ def _import_in_worker(
     # process mostly waits for the worker's first rows meanwhile.
     file_hash = hashlib.sha256()
     hasher = threading.Thread(target=file_hash.update, args=(data,), name="piweb-import-sha256")
-    hasher.start()
     try:
+        hasher.start()
         with connection.cursor() as cursor:
             for kind, payload in run.messages():
                 if kind == "rows":
@@ -776,7 +776,8 @@ def _import_in_worker(
                     log.info("import of %s: parsed in process instead (%s)", session.public_id, payload)
     finally:
         run.close()
-        hasher.join()
+        if hasher.ident is not None:  # started
+            hasher.join()
     if summary is None:
         transaction.savepoint_rollback(savepoint)
         if progress is not None and reported:

@@ -15,6 +15,7 @@ import queue
 import signal
 import sys
 import threading
+import time
 import warnings
 from collections.abc import Iterator
 from typing import IO, Any
@@ -25,18 +26,21 @@ from sessions_app.import_worker import Job
 log = logging.getLogger(__name__)
 
 _END = ("done", "fallback")
+READER_GRACE_S = 5.0
 F_SETPIPE_SZ: int | None = getattr(fcntl, "F_SETPIPE_SZ", None)  # Linux only
 # Linux only: there fork() is cheap and safe for a child that runs pure Python and leaves with
 # os._exit (macOS's system libraries are not fork-safe). Elsewhere files are parsed in process.
 AVAILABLE = sys.platform == "linux"
 
 
+# Python 3.12+ warns when a threaded process forks: a child could inherit a lock some other thread
+# held. This child takes none: no logging, imports, database or I/O but its pipe. (A filter set
+# once: catch_warnings() around each fork would swap the process's filters under other threads.)
+warnings.filterwarnings("ignore", message=r".*use of fork\(\) may lead to deadlocks", category=DeprecationWarning)
+
+
 def _fork() -> int:
-    with warnings.catch_warnings():
-        # Python 3.12+ warns when a threaded process forks: a child could inherit a lock some
-        # other thread held. The child takes none: no logging, imports, database or I/O but its pipe.
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return os.fork()
+    return os.fork()
 
 
 class WorkerRun:
@@ -55,20 +59,32 @@ class WorkerRun:
         if F_SETPIPE_SZ is not None:
             with contextlib.suppress(OSError):  # above /proc/sys/fs/pipe-max-size: keep the default
                 fcntl.fcntl(write_fd, F_SETPIPE_SZ, 1 << 20)
+        # Blocked in this thread across the fork, so the child starts with them blocked (see
+        # import_worker.forked_child); this process's other threads still take them meanwhile.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, import_worker.STOP_SIGNALS)
         try:
             pid = _fork()
         except OSError as exc:  # no process to spare: the caller parses the file itself
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             os.close(read_fd)
             os.close(write_fd)
             self.queue.put(("fallback", f"the worker could not start: {exc}"))
             return
         if pid == 0:
-            import_worker.forked_child(write_fd, job, data)  # never returns
-        os.close(write_fd)
+            try:
+                import_worker.forked_child(write_fd, job, data, mask)
+            finally:
+                os._exit(1)  # (forked_child never returns: this only makes sure of it)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         self.pid = pid
-        self.output = os.fdopen(read_fd, "rb")  # closed in close()
-        self.reader = threading.Thread(target=self._read, name="piweb-import-worker-reader", daemon=True)
-        self.reader.start()
+        try:
+            os.close(write_fd)
+            self.output = os.fdopen(read_fd, "rb")  # closed in close()
+            self.reader = threading.Thread(target=self._read, name="piweb-import-worker-reader", daemon=True)
+            self.reader.start()
+        except BaseException:  # no thread to spare, say: the child must not outlive this
+            self.close()
+            raise
 
     def _read(self) -> None:
         assert self.output is not None
@@ -97,13 +113,21 @@ class WorkerRun:
         # reaped here, and only here, so its pid cannot be reused before the kill.
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
-        _, status = os.waitpid(self.pid, 0)
+        try:
+            _, status = os.waitpid(self.pid, 0)
+        except ChildProcessError:  # reaped by someone else (SIGCHLD ignored, a waitpid(-1) loop)
+            status = 0
         self.pid = None
         if os.waitstatus_to_exitcode(status) not in (0, -signal.SIGKILL):
             log.warning("import worker exited with status %s", os.waitstatus_to_exitcode(status))
-        # Unblock the reader if it waits on a full queue (the caller stopped early).
-        while self.reader is not None and self.reader.is_alive():
+        # Unblock the reader if it waits on a full queue (the caller stopped early). It ends at
+        # the pipe's end, which the dead child closed; bounded all the same, should some other
+        # process have inherited the write end.
+        deadline = time.monotonic() + READER_GRACE_S
+        while self.reader is not None and self.reader.is_alive() and time.monotonic() < deadline:
             with contextlib.suppress(queue.Empty):
                 self.queue.get(timeout=0.05)
-        if self.output is not None:
+        if self.reader is not None and self.reader.is_alive():
+            log.warning("import worker's reader still waits for the end of its pipe; left to finish")
+        elif self.output is not None:
             self.output.close()

@@ -12,6 +12,7 @@ import pickle
 import signal
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -229,10 +230,19 @@ def test_a_worker_that_dies_midway_leaves_the_file_to_the_parser(
         real_serve(data, job, dying)
 
     monkeypatch.setattr(import_worker, "serve", serve_then_die)  # the child is a fork: it has the patch
+    written: list[int] = []
+    with_lines = services._with_lines
+
+    def counting(rows: list[Any], *args: Any) -> str:
+        written.append(len(rows))
+        return with_lines(rows, *args)
+
+    monkeypatch.setattr(services, "_with_lines", counting)
     settings.PIWEB_IMPORT_WORKER_MIN_BYTES = 0
     data = generated(2500, seed=14)
     result = services.session_import(owner=alice, data=data)
-    assert outcomes == [None]  # rows were written, then rolled back
+    assert outcomes == [None]
+    assert written and sum(written) < 2500  # the worker's first rows were written, then rolled back
     assert result.added == 2500 and Entry.objects.count() == 2500
     assert "".join(selectors.export_lines(session=result.session)).encode() == data
     assert len(children) == 1 and _reaped(children[0])
@@ -250,13 +260,22 @@ def test_a_worker_that_cannot_start_leaves_the_file_to_the_parser(alice, setting
 
 
 def test_a_worker_stopped_early_is_killed_and_reaped(alice, settings, outcomes, generated, monkeypatch, children):
-    def failing_executemany(*args: Any, **kwargs: Any) -> None:
+    def serve_then_hang(data: bytes, job: import_worker.Job, out: Any) -> None:
+        first = next(import_worker.build(data, job))  # the first batch goes out whole...
+        pickle.dump(first, out)
+        out.flush()
+        time.sleep(60)  # ...then the child works on (as on a long file)
+
+    def failing_write(*args: Any, **kwargs: Any) -> None:
         raise OperationalError("disk I/O error")
 
-    monkeypatch.setattr(services, "_with_lines", failing_executemany)  # fails on the first rows
+    monkeypatch.setattr(import_worker, "serve", serve_then_hang)
+    monkeypatch.setattr(services, "_with_lines", failing_write)  # the first rows fail to be written
     settings.PIWEB_IMPORT_WORKER_MIN_BYTES = 0
+    started = time.monotonic()
     with pytest.raises(OperationalError):
         services.session_import(owner=alice, data=generated(3000, seed=19))
+    assert time.monotonic() - started < 20  # the child was killed, not waited for
     assert Session.objects.count() == 0 and Entry.objects.count() == 0
     assert len(children) == 1 and _reaped(children[0])
 
