@@ -15,8 +15,8 @@ the rows built here are exactly the rows that path would store (tests/store/test
 
 Protocol: a pipe carries pickled messages:
 ("rows", [row, ...]), ("progress", bytes_read), then ("done", Summary) or ("fallback", reason).
-A row (a list) holds its line as (start, end) offsets into the file, which the importing process has too:
-the lines themselves (nearly all of the file) need not be pickled and piped.
+A row (a list) holds its line as (start, end) offsets into the file, which the importing process
+has too: the lines themselves (nearly all of the file) need not be pickled and piped.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class Job:
     limits: Limits
     start: int  # offset of the line after the header
     first_line: int  # the header's line number
-    chain_key: bytes  # settings.PIWEB_CHAIN_KEY, for the chain hashes and the digest
+    chain_key: bytes  # settings.PIWEB_CHAIN_KEY, for the rows' chain hashes
 
 
 @dataclass(slots=True)

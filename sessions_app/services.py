@@ -261,23 +261,9 @@ def _locked(session: Session) -> Session:
 def _new_entry_id(session: Session) -> str:
     for _ in range(100):
         candidate = uuid.uuid4().hex[:8]
-        if not _ids_present(session, [candidate]):
+        if not sel.entry_ids_present(session=session, ids=[candidate]):
             return candidate
     return str(uuid.uuid4())
-
-
-def _ids_present(session: Session, ids: Iterable[str]) -> set[str]:
-    """Which of these entry ids the session has (one indexed query, no ORM overhead)."""
-    wanted = list(dict.fromkeys(ids))
-    if not wanted:
-        return set()
-    marks = ", ".join(["%s"] * len(wanted))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT entry_id FROM sessions_app_entry WHERE session_id = %s AND entry_id IN ({marks})",
-            [session.pk, *wanted],
-        )
-        return {row[0] for row in cursor.fetchall()}
 
 
 def build_entry(payload: Mapping[str, Any], *, entry_id: str, parent_id: str | None, timestamp: str) -> dict[str, Any]:
@@ -333,7 +319,7 @@ def entry_append(
         raise EntryNotFound(f"Entry {parent} not found", parentId=parent)
     entry_id = payload.get("id")
     target = payload.get("targetId") if payload.get("type") == "label" else None
-    present = _ids_present(locked, [i for i in (entry_id, target) if isinstance(i, str)])
+    present = sel.entry_ids_present(session=locked, ids=[i for i in (entry_id, target) if isinstance(i, str)])
     if entry_id is None:
         entry_id = _new_entry_id(locked)
     elif not isinstance(entry_id, str) or not entry_id:
@@ -556,7 +542,7 @@ class ImportResult:
     added: int
     skipped: list[piformat.Problem] = field(default_factory=list)
     version: int = piformat.CURRENT_VERSION
-    worker_private_mb: float = 0.0  # the import worker's peak memory of its own, when one built the rows
+    worker_private_mb: float = 0.0  # the import worker's own memory at its end, when one built the rows
 
 
 class _StoredLines(Mapping[str, str]):
@@ -749,10 +735,9 @@ def _import_in_worker(
     job = import_worker.Job(
         session_pk=session.pk, author_id=owner.pk,
         created_at=connection.ops.adapt_datetimefield_value(timezone.now()), limits=limits,
-        start=header.end, first_line=header.number, chain_key=_chain_key(),
+        start=header.end, first_line=header.number, chain_key=(key := _chain_key()),
     )  # fmt: skip
-    summary, reported = None, 0
-    digest, key = "", _chain_key()
+    summary, reported, digest = None, 0, ""
     lines = memoryview(data)
     run = WorkerRun(job, data)
     # The file's hash in a thread (started after the fork): hashlib lets go of the GIL, and this

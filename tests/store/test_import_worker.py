@@ -302,9 +302,10 @@ def test_the_worker_holds_none_of_the_parents_files(alice, settings, outcomes, g
 
         monkeypatch.setattr(worker_client.WorkerRun, "_read", read)
         services.session_import(owner=alice, data=generated(300, seed=20))
-        assert held.fileno() > 2
+        held_fd = str(held.fileno())
     assert isinstance(outcomes[0], services.ImportResult)
     assert len(seen) == 1 and len(seen[0]) <= 5  # 0-2, the pipe, and the listing's own descriptor
+    assert held_fd not in seen[0]
 
 
 def test_small_files_and_known_sessions_do_not_start_a_worker(alice, settings, outcomes, generated):
