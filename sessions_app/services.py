@@ -24,7 +24,7 @@ from django.db import IntegrityError, connection, transaction
 from django.dispatch import receiver
 from django.utils import timezone
 
-from sessions_app import access, audit, checkpoint, events, import_worker, jsjson, piformat
+from sessions_app import access, audit, checkpoint, entry_insert, events, import_worker, jsjson, piformat
 from sessions_app import chain as chainhash
 from sessions_app import selectors as sel
 from sessions_app.context import PathState, StateJson, advance, state_json
@@ -149,11 +149,6 @@ def _is_stored_ancestor(session: Session, start_id: str | None, target_id: str, 
 # An entry to store: its object (possibly slimmed by piformat.slim), its exact line (or the parsed
 # line that decodes it when needed), its row text.
 Pending = tuple[dict[str, Any], "str | piformat.Line", str | None]
-_COLUMNS = [
-    "session_id", "seq", "entry_id", "parent_id", "type", "role", "timestamp", "ts_ms", "raw", "preview", "depth",
-    "ctx_thinking", "ctx_model", "ctx_compaction_id", "kept_from_id", "author_id", "created_at", "chain_hash",
-]  # fmt: skip
-_INSERT = f"INSERT INTO sessions_app_entry ({', '.join(_COLUMNS)}) VALUES ({', '.join(['%s'] * len(_COLUMNS))})"
 
 
 def _insert(
@@ -202,16 +197,15 @@ def _insert(
             rows.append(_row(session, data, raw, preview, info, cached, kept_from, author_id, created_at))
             update_listing(session, data)
             if len(rows) >= 2000:
-                cursor.executemany(_INSERT, rows)
+                entry_insert.insert_rows(cursor, rows, vendor=connection.vendor)
                 rows = []
         if len(lines) == 1:
             # A single append (the hot path) gets its row back as a model instance, no re-read.
-            cursor.execute(_INSERT + " RETURNING id", rows[0])
-            entry = Entry.from_db(connection.alias, ["id", *_COLUMNS], [cursor.fetchone()[0], *rows[0]])
+            cursor.execute(entry_insert.statement(1, vendor=connection.vendor) + " RETURNING id", rows[0])
+            entry = Entry.from_db(connection.alias, ["id", *entry_insert.COLUMNS], [cursor.fetchone()[0], *rows[0]])
             entry.created_at = now
             return entry
-        if rows:
-            cursor.executemany(_INSERT, rows)
+        entry_insert.insert_rows(cursor, rows, vendor=connection.vendor)
     return None
 
 
@@ -750,7 +744,7 @@ def _import_in_worker(
             for kind, payload in run.messages():
                 if kind == "rows":
                     digest = _with_lines(payload, lines, digest, key)
-                    cursor.executemany(_INSERT_RAW_BYTES[connection.vendor == "postgresql"], payload)
+                    entry_insert.insert_rows(cursor, payload, vendor=connection.vendor, raw_bytes=True)
                 elif kind == "progress":
                     reported += payload
                     if progress is not None:
@@ -794,15 +788,6 @@ def _with_lines(rows: list[Any], lines: memoryview, digest: str, key: bytes) -> 
     return digest
 
 
-def _insert_raw_bytes(cast: str) -> str:
-    # Each line is a view of the file's bytes; the database decodes them (no str copies).
-    marks = [cast if name == "raw" else "%s" for name in _COLUMNS]
-    return f"INSERT INTO sessions_app_entry ({', '.join(_COLUMNS)}) VALUES ({', '.join(marks)})"
-
-
-_INSERT_RAW_BYTES = (_insert_raw_bytes("CAST(%s AS TEXT)"), _insert_raw_bytes("convert_from(%s, 'UTF8')"))
-
-
 def _analyze_entries() -> None:
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE sessions_app_entry")
@@ -839,7 +824,7 @@ class _Writer:
     def __init__(self) -> None:
         connection.ensure_connection()
         self.raw = connection.connection
-        self.sql = _INSERT.replace("%s", "?") if connection.vendor == "sqlite" else _INSERT
+        self.vendor = connection.vendor
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="piweb-import")
         self.pending: Future[None] | None = None
 
@@ -850,7 +835,7 @@ class _Writer:
     def _write(self, rows: list[tuple[Any, ...]]) -> None:
         cursor = self.raw.cursor()
         try:
-            cursor.executemany(self.sql, rows)
+            entry_insert.insert_rows(cursor, rows, vendor=self.vendor, qmark=self.vendor == "sqlite")
         finally:
             cursor.close()
 
@@ -971,7 +956,7 @@ def _row(
     author_id: int | None,
     created_at: Any,
 ) -> tuple[Any, ...]:
-    """One sessions_app_entry row, in _INSERT's column order (session.last_seq already counts it)."""
+    """One sessions_app_entry row, in entry_insert.COLUMNS order (session.last_seq already counts it)."""
     session.entries_digest = session_digest(session.entries_digest or "", info.chain)
     message = data.get("message") if data["type"] == "message" else None
     role = message.get("role") if isinstance(message, dict) else None

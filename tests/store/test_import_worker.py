@@ -20,7 +20,7 @@ import pytest
 from django.db import OperationalError
 from django.forms.models import model_to_dict
 
-from sessions_app import import_worker, selectors, services, worker_client
+from sessions_app import entry_insert, import_worker, selectors, services, worker_client
 from sessions_app.errors import ImportRejected
 from sessions_app.models import Entry, Session
 
@@ -51,7 +51,7 @@ def outcomes(monkeypatch) -> list[Any]:
 def _snapshot(session: Session) -> tuple[dict[str, Any], list[tuple[Any, ...]]]:
     session.refresh_from_db()
     fields = {k: v for k, v in model_to_dict(session).items() if k in SESSION_FIELDS}
-    columns = [c for c in services._COLUMNS if c not in ("session_id", "created_at")]
+    columns = [c for c in entry_insert.COLUMNS if c not in ("session_id", "created_at")]
     rows = list(Entry.objects.filter(session=session).order_by("seq").values_list(*columns))
     return fields, rows
 

@@ -1,0 +1,91 @@
+"""entry_insert: many rows in multi-row statements (SQLite), the same rows as one per statement."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from sessions_app import entry_insert, services
+from sessions_app.models import Entry
+
+pytestmark = pytest.mark.django_db
+
+
+def _rows(session_pk: int, n: int, *, author: int, first: int = 1) -> list[list[Any]]:
+    created = connection.ops.adapt_datetimefield_value(timezone.now())
+    rows = []
+    for seq in range(first, first + n):
+        parent = f"{seq - 1:08x}" if seq > 1 else None
+        raw = f'{{"type":"custom","id":"{seq:08x}","parentId":{"null" if parent is None else f"{parent!r}"}}}'
+        rows.append(
+            [
+                session_pk, seq, f"{seq:08x}", parent, "custom", None, "2026-01-01T00:00:00.000Z", seq, raw,
+                f"row {seq}", seq - 1, '"off"', None, None, None, author, created, f"{seq:064x}",
+            ]
+        )  # fmt: skip
+    return rows
+
+
+def _stored(session_pk: int) -> list[tuple[Any, ...]]:
+    columns = [c for c in entry_insert.COLUMNS if c != "created_at"]
+    return list(Entry.objects.filter(session_id=session_pk).order_by("seq").values_list(*columns))
+
+
+@pytest.mark.parametrize("n", [1, entry_insert.ROWS_PER_STATEMENT - 1, entry_insert.ROWS_PER_STATEMENT, 95])
+def test_it_stores_every_row_in_order_as_single_row_statements_would(alice, n):
+    one = services.session_create(owner=alice)
+    many = services.session_create(owner=alice)
+    with connection.cursor() as cursor:
+        for row in _rows(one.pk, n, author=alice.pk):
+            cursor.execute(entry_insert.statement(1, vendor=connection.vendor), row)
+        entry_insert.insert_rows(cursor, _rows(many.pk, n, author=alice.pk), vendor=connection.vendor)
+    expected = [(many.pk, *row[1:]) for row in _stored(one.pk)]
+    assert len(expected) == n
+    assert _stored(many.pk) == expected
+
+
+def test_rows_with_the_line_as_utf8_bytes_are_stored_as_text(alice):
+    session = services.session_create(owner=alice)
+    rows = _rows(session.pk, 45, author=alice.pk)
+    text = "é ✓ 😀"
+    lines = [f'{row[8][:-1]},"t":"{text}"}}'.encode() for row in rows]
+    ends = [sum(len(line) for line in lines[: i + 1]) for i in range(len(lines))]
+    offsets = [(end - len(line), end) for line, end in zip(lines, ends, strict=True)]
+    view = memoryview(b"".join(lines))
+    for row, (start, end) in zip(rows, offsets, strict=True):
+        row[8] = view[start:end]
+    with connection.cursor() as cursor:
+        entry_insert.insert_rows(cursor, rows, vendor=connection.vendor, raw_bytes=True)
+    raws = list(Entry.objects.filter(session=session).order_by("seq").values_list("raw", flat=True))
+    assert raws == [bytes(view[s:e]).decode() for s, e in offsets]
+    assert all(isinstance(raw, str) and raw.endswith(f'"t":"{text}"}}') for raw in raws)
+
+
+def test_a_row_that_breaks_a_constraint_leaves_none_of_its_statements_rows(alice):
+    """OR FAIL keeps the rows before the failing one until the transaction rolls back; the
+    caller's atomic block must take them all back."""
+    session = services.session_create(owner=alice)
+    rows = _rows(session.pk, 60, author=alice.pk)
+    rows[30][2] = rows[10][2]  # a repeated entry id, in the first multi-row statement
+    with pytest.raises(IntegrityError), transaction.atomic(), connection.cursor() as cursor:
+        entry_insert.insert_rows(cursor, rows, vendor=connection.vendor)
+    assert not Entry.objects.filter(session=session).exists()
+    # The connection is usable and the session takes the same rows once they are valid.
+    rows[30][2] = "0000ffff"
+    with transaction.atomic(), connection.cursor() as cursor:
+        entry_insert.insert_rows(cursor, rows, vendor=connection.vendor)
+    assert [r[1] for r in _stored(session.pk)] == list(range(1, 61))
+
+
+def test_none_bytes_and_views_are_bound_unchanged(alice):
+    """apps.py registers pass-through sqlite3 adapters for these types (speed): NULL stays NULL,
+    bytes and memoryviews are still bound as blobs."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT %s IS NULL, %s, %s", [None, b"\x00\xffab", memoryview(b"xyz")[1:]])
+        is_null, blob, view = cursor.fetchone()
+    assert is_null in (True, 1)
+    assert bytes(blob) == b"\x00\xffab"
+    assert bytes(view) == b"yz"
