@@ -24,7 +24,7 @@ from django.db import IntegrityError, connection, transaction
 from django.dispatch import receiver
 from django.utils import timezone
 
-from sessions_app import access, audit, checkpoint, entry_insert, events, import_worker, jsjson, piformat
+from sessions_app import access, audit, checkpoint, entry_insert, events, gcpause, import_worker, jsjson, piformat
 from sessions_app import chain as chainhash
 from sessions_app import selectors as sel
 from sessions_app.context import PathState, StateJson, advance, state_json
@@ -604,7 +604,7 @@ def session_import(
     """
     limits = import_limits()
     session_id = _peek_header_id(data)
-    with checkpoint.deferred(len(data)), transaction.atomic():
+    with gcpause.paused(), checkpoint.deferred(len(data)), transaction.atomic():
         existing = (
             Session.objects.select_for_update(no_key=True).filter(public_id=session_id).first() if session_id else None
         )
