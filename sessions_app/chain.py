@@ -22,7 +22,7 @@ def _keyed(key: bytes) -> tuple[Any, Any]:
     return inner, outer
 
 
-def hmac_sha256_hex(key: bytes, *parts: bytes) -> str:
+def hmac_sha256_hex(key: bytes, *parts: bytes | memoryview) -> str:
     """hmac.new(key, b"".join(parts), "sha256").hexdigest()"""
     inner, outer = _keyed(key)
     h = inner.copy()
@@ -33,7 +33,7 @@ def hmac_sha256_hex(key: bytes, *parts: bytes) -> str:
     return o.hexdigest()  # type: ignore[no-any-return]
 
 
-def entry_chain_hash(key: bytes, parent_chain: str | None, seq: int, entry_id: str, raw: bytes) -> str:
+def entry_chain_hash(key: bytes, parent_chain: str | None, seq: int, entry_id: str, raw: bytes | memoryview) -> str:
     """HMAC-SHA256 over the parent's chain hash, the entry's place and id, and its exact line
     (UTF-8). Rewriting, moving or inserting an entry breaks its hash (and, through the parent
     hash, those below it); without the key the database cannot forge new ones."""

@@ -2,8 +2,10 @@
 
 Why a process: a large import is CPU-bound Python (JSON, checks, previews, path states, chain
 hashes) followed by database writes; in one process they share the GIL, so they cannot overlap.
-Here this worker computes rows, chain hashes included, while the importing process writes them
-(and keeps the session's running digest, services._with_lines), one core each.
+Here this worker computes rows while the importing process writes them, one core each. The
+importing process also completes each row with its chain hash (and keeps the session's running
+digest, services._with_lines): that balances the two (with multi-row INSERTs, the writes take
+less time than this worker's part).
 
 Why fork: the child starts at once with the file's bytes already in memory (shared copy-on-write;
 a 100 MB file is neither copied nor read again) and every module already imported.
@@ -33,7 +35,6 @@ from typing import IO, Any, NoReturn
 
 import orjson
 
-from sessions_app.chain import entry_chain_hash
 from sessions_app.context import PathState, StateJson, advance_entry, state_json
 from sessions_app.listing import Listing, storable, update_listing
 from sessions_app.piformat import (
@@ -60,7 +61,6 @@ class Job:
     limits: Limits
     start: int  # offset of the line after the header
     first_line: int  # the header's line number
-    chain_key: bytes  # settings.PIWEB_CHAIN_KEY, for the rows' chain hashes
 
 
 @dataclass(slots=True)
@@ -76,7 +76,7 @@ class Fallback(Exception):
     """The file needs the in-process parser (a problem to report, or an unusual order)."""
 
 
-_Seen = tuple[str | None, int, PathState, str]  # parent id, depth, path state, chain hash
+_Seen = tuple[str | None, int, PathState]  # parent id, depth, path state
 
 _ROOT = PathState()
 _ROW = list[Any]  # a list: the importing process puts the line in place of its offsets
@@ -90,7 +90,7 @@ def build(data: bytes, job: Job) -> Iterator[tuple[str, Any]]:
     rows: list[_ROW] = []
     seq = 0
     pending = 0
-    max_depth, max_line, key = job.limits.max_depth, job.limits.max_line_bytes, job.chain_key
+    max_depth, max_line = job.limits.max_depth, job.limits.max_line_bytes
     for number, start, end in _lines(data, job.start, job.first_line):
         pending += end - start + 1
         if pending >= PROGRESS_EVERY:
@@ -130,8 +130,7 @@ def build(data: bytes, job: Job) -> Iterator[tuple[str, Any]]:
         role = message.get("role") if isinstance(message, dict) else None
         state = advance_entry(base[2] if base else _ROOT, kind, entry_id, obj)
         depth = base[1] + 1 if base else 0
-        chain = entry_chain_hash(key, base[3] if base else None, seq, entry_id, chunk)
-        seen[entry_id] = (parent_id, depth, state, chain)
+        seen[entry_id] = (parent_id, depth, state)
         columns = state_json(states, state)
         timestamp = obj["timestamp"]
         rows.append(
@@ -140,7 +139,7 @@ def build(data: bytes, job: Job) -> Iterator[tuple[str, Any]]:
                 timestamp, ts_ms, (start, end), preview, depth,
                 columns[1], columns[2], state.compaction_id,
                 _kept_from(obj, parent_id, seen) if kind == "compaction" else None,
-                job.author_id, job.created_at, chain,
+                job.author_id, job.created_at, None,  # chain hash: services._with_lines
             ]
         )  # fmt: skip
         update_listing(summary.listing, obj)

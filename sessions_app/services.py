@@ -729,9 +729,11 @@ def _import_in_worker(
     job = import_worker.Job(
         session_pk=session.pk, author_id=owner.pk,
         created_at=connection.ops.adapt_datetimefield_value(timezone.now()), limits=limits,
-        start=header.end, first_line=header.number, chain_key=(key := _chain_key()),
+        start=header.end, first_line=header.number,
     )  # fmt: skip
+    key = _chain_key()
     summary, reported, digest = None, 0, ""
+    chains: dict[str, str] = {}
     lines = memoryview(data)
     run = WorkerRun(job, data)
     # The file's hash in a thread (started after the fork): hashlib lets go of the GIL, and this
@@ -743,7 +745,7 @@ def _import_in_worker(
         with connection.cursor() as cursor:
             for kind, payload in run.messages():
                 if kind == "rows":
-                    digest = _with_lines(payload, lines, digest, key)
+                    digest = _with_lines(payload, lines, digest, key, chains)
                     entry_insert.insert_rows(cursor, payload, vendor=connection.vendor, raw_bytes=True)
                 elif kind == "progress":
                     reported += payload
@@ -777,14 +779,18 @@ def _import_in_worker(
     return ImportResult(session, True, summary.entries, [], piformat.CURRENT_VERSION, summary.private_mb)
 
 
-def _with_lines(rows: list[Any], lines: memoryview, digest: str, key: bytes) -> str:
-    """Put each worker row's line in place of its (start, end) offsets, in place; return the
-    session's running digest after the rows (over the chain hashes the worker made)."""
-    running = chainhash.session_digest
+def _with_lines(rows: list[Any], lines: memoryview, digest: str, key: bytes, chains: dict[str, str]) -> str:
+    """Complete the worker's rows in place: each line in place of its (start, end) offsets, its
+    chain hash (chains: those of the entries before, by id; the worker sends parents first).
+    Returns the session's running digest after the rows."""
+    running, chain_of = chainhash.session_digest, chainhash.entry_chain_hash
     for row in rows:
         start, end = row[8]
-        row[8] = lines[start:end]
-        digest = running(key, digest, row[-1])
+        row[8] = line = lines[start:end]
+        entry_id, parent = row[2], row[3]
+        chain = chain_of(key, chains[parent] if parent is not None else None, row[1], entry_id, line)
+        row[17] = chains[entry_id] = chain
+        digest = running(key, digest, chain)
     return digest
 
 
