@@ -1,8 +1,9 @@
 """Tamper evidence for entries: keyed hashes chained along the tree and over the seq order. Pure.
 
-The key (settings.PIWEB_CHAIN_KEY) is passed in, so the import worker computes the same hashes
-outside Django. HMAC-SHA256 is computed from pre-keyed inner and outer hashes (RFC 2104): per entry
-that costs two hash copies instead of keying OpenSSL's HMAC afresh, ~2x cheaper on a 100k import.
+The key (settings.PIWEB_CHAIN_KEY) is passed in, so the module stays free of Django (a large
+import hashes its rows in services._with_lines with the key read once). HMAC-SHA256 is computed
+from pre-keyed inner and outer hashes (RFC 2104): per entry that costs two hash copies instead of
+keying OpenSSL's HMAC afresh, ~2x cheaper on a 100k import.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ and every caller here does: a constraint error propagates out of its atomic bloc
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import cache
 from itertools import chain
 from typing import Any
 
@@ -27,7 +27,7 @@ COLUMNS = (
 ROWS_PER_STATEMENT = 40  # 20 saves ~1% less, 100 ~0.3% more; SQLite allows 32,766 parameters
 
 
-@lru_cache(maxsize=64)
+@cache  # a few dozen statements: each size of a last, partial list
 def statement(rows: int, *, vendor: str, raw_bytes: bool = False, qmark: bool = False) -> str:
     """INSERT of `rows` rows in COLUMNS order, as the vendor's cursor takes it.
 

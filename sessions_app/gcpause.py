@@ -3,8 +3,10 @@
 A 100k-entry import allocates ~200k container objects (rows, their offsets) that are freed by
 reference counting; none is part of a cycle. Each 700 allocations still start a collection, and
 the full ones walk every object of the process: ~250 collections, 130-180 ms of a ~2 s import.
-Collection is process-wide, so concurrent imports count: the collector resumes when the last
-one ends, and only if it was running when the first began.
+Collection is process-wide (a server's other threads meanwhile leave their cyclic garbage for
+later), so it is held off only while rows are parsed and written, not while an import waits for a
+lock; concurrent imports count: the collector resumes when the last one ends, and only if it was
+running when the first began (a gc.enable() or gc.disable() elsewhere meanwhile is overridden).
 """
 
 from __future__ import annotations

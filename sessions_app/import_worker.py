@@ -13,12 +13,14 @@ a 100 MB file is neither copied nor read again) and every module already importe
 Only the common case is done here: every line valid, every parent (and label target) before its
 children, no repeated ids. On anything else the worker answers "fallback" and the importing
 process parses the file itself (piformat.parse), which reports each problem with its line number;
-the rows built here are exactly the rows that path would store (tests/store/test_import_worker.py).
+the rows built here, once the importing process has completed them, are exactly the rows that path
+would store (tests/store/test_import_worker.py).
 
 Protocol: a pipe carries pickled messages:
 ("rows", [row, ...]), ("progress", bytes_read), then ("done", Summary) or ("fallback", reason).
 A row (a list) holds its line as (start, end) offsets into the file, which the importing process
-has too: the lines themselves (nearly all of the file) need not be pickled and piped.
+has too: the lines themselves (nearly all of the file) need not be pickled and piped. Its last
+column, the chain hash, is None: the importing process fills it in.
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ class Fallback(Exception):
 _Seen = tuple[str | None, int, PathState]  # parent id, depth, path state
 
 _ROOT = PathState()
-_ROW = list[Any]  # a list: the importing process puts the line in place of its offsets
+_ROW = list[Any]  # a list: the importing process puts in the line (for its offsets) and chain hash
 
 
 def build(data: bytes, job: Job) -> Iterator[tuple[str, Any]]:

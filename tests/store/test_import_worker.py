@@ -182,6 +182,29 @@ def test_progress_taken_back_when_the_file_is_handed_back(alice, settings, outco
     assert sum(steps) == sum(steps[back + 1 :]) > 0
 
 
+@pytest.mark.parametrize("threshold", [-1, 0])  # parsed in process; rows built by the worker
+def test_the_collector_is_held_off_while_rows_are_stored_and_resumes_after(
+    alice, settings, outcomes, generated, threshold
+):
+    """gcpause around the bulk phase (progress is reported from inside it), resumed after, also when
+    the file is rejected."""
+    import gc
+
+    from sessions_app import gcpause
+
+    settings.PIWEB_IMPORT_WORKER_MIN_BYTES = threshold
+    data = generated(2500, seed=14)
+    assert gc.isenabled()
+    during: list[bool] = []
+    services.session_import(owner=alice, data=data, progress=lambda n: during.append(gc.isenabled()))
+    assert during and not any(during)
+    assert gc.isenabled() and gcpause._holders == 0
+    broken = data.rstrip(b"\n") + b"\n{not json\n"
+    with pytest.raises(ImportRejected):
+        services.session_import(owner=alice, data=broken)  # its new tail has a broken line
+    assert gc.isenabled() and gcpause._holders == 0
+
+
 @pytest.fixture
 def children(monkeypatch) -> list[int]:
     """The pids of the workers forked."""
@@ -342,6 +365,15 @@ def test_the_fast_message_check_knows_every_message_rule():
     assert set(import_worker._CONTENT_TYPES) == set(piformat.MESSAGE_FIELDS)
 
 
+def _plain_in_place(line: bytes, max_depth: int, max_line: int) -> Any:
+    """import_worker._plain_message on a line in the middle of a file, as the worker reads it."""
+    from sessions_app import import_worker
+
+    data = b'{"before":[[1]]}\n' + line + b'\n{"after":[{}]}'
+    start = data.index(line)
+    return import_worker._plain_message(data, memoryview(data), start, start + len(line), max_depth, max_line)
+
+
 @pytest.mark.parametrize(
     "mutate",
     [
@@ -367,17 +399,29 @@ def test_the_fast_message_check_knows_every_message_rule():
     ],
 )
 def test_the_fast_message_check_accepts_only_what_validate_entry_accepts(mutate):
-    from sessions_app import import_worker, piformat
+    from sessions_app import piformat
 
     entry = {
         "type": "message", "id": "a1b2c3d4", "parentId": None, "timestamp": "2026-01-01T00:00:00.000Z",
         "message": {"role": "user", "content": [{"type": "text", "text": "hi"}], "timestamp": 1},
     }  # fmt: skip
-    assert import_worker._plain_message(json.dumps(entry).encode(), 512, 1 << 20) is not None
+    assert _plain_in_place(json.dumps(entry).encode(), 512, 1 << 20) is not None
     mutate(entry)
     line = json.dumps(entry).encode()
-    fast = import_worker._plain_message(line, 512, 1 << 20)
+    fast = _plain_in_place(line, 512, 1 << 20)
     if fast is not None:
         assert piformat.validate_entry(json.loads(line)) is None
-    assert import_worker._plain_message(line, 1, 1 << 20) is None  # deeper than the limit: the full check
-    assert import_worker._plain_message(line, 512, 10) is None  # longer than the limit: the full check
+        assert fast[0] == json.loads(line)  # the line itself, not its neighbours
+    assert _plain_in_place(line, 1, 1 << 20) is None  # deeper than the limit: the full check
+    assert _plain_in_place(line, 512, 10) is None  # longer than the limit: the full check
+
+
+def test_the_depth_bound_counts_the_line_only():
+    """Brackets on the lines around it do not count against a line's depth limit."""
+    line = json.dumps(
+        {"type": "message", "id": "a1b2c3d4", "parentId": None, "timestamp": "2026-01-01T00:00:00.000Z",
+         "message": {"role": "user", "content": [{"type": "text", "text": "hi"}]}}
+    ).encode()  # fmt: skip
+    own = line.count(b"{") + line.count(b"[")
+    assert _plain_in_place(line, own, 1 << 20) is not None
+    assert _plain_in_place(line, own - 1, 1 << 20) is None
