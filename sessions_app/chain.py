@@ -9,8 +9,11 @@ keying OpenSSL's HMAC afresh, ~2x cheaper on a 100k import.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
+
+from sessions_app.entry_insert import COLUMNS
 
 
 @lru_cache(maxsize=8)
@@ -45,3 +48,29 @@ def session_digest(key: bytes, previous: str, chain: str) -> str:
     """The session's running digest after one more entry (in seq order): catches removed rows,
     including the last one, which no chain hash points at."""
     return hmac_sha256_hex(key, f"{previous}:{chain}".encode())
+
+
+_SEQ, _ID, _PARENT, _RAW, _CHAIN = (COLUMNS.index(c) for c in ("seq", "entry_id", "parent_id", "raw", "chain_hash"))
+
+
+def hash_rows(key: bytes, rows: Iterable[list[Any]], chains: dict[str, str], digest: str) -> str:
+    """Fill in the chain hash of each row (a list in entry_insert.COLUMNS order, its raw line as
+    UTF-8 bytes), in order; chains maps the ids of the entries before to their chain hashes and
+    gets these rows' too. Returns the running digest (session_digest) after the rows.
+
+    entry_chain_hash and session_digest, inlined: ~1 us less per row (a 100k import's writer)."""
+    inner, outer = _keyed(key)
+    for row in rows:
+        parent, entry_id = row[_PARENT], row[_ID]
+        h = inner.copy()
+        h.update(f"{chains[parent] if parent is not None else ''}\n{row[_SEQ]}\n{entry_id}\n".encode())
+        h.update(row[_RAW])
+        o = outer.copy()
+        o.update(h.digest())
+        row[_CHAIN] = chains[entry_id] = chain = o.hexdigest()
+        h = inner.copy()
+        h.update(f"{digest}:{chain}".encode())
+        o = outer.copy()
+        o.update(h.digest())
+        digest = o.hexdigest()
+    return digest

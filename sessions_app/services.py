@@ -785,15 +785,10 @@ def _with_lines(rows: list[Any], lines: memoryview, digest: str, key: bytes, cha
     """Complete the worker's rows in place: each line in place of its (start, end) offsets, its
     chain hash (chains: those of the entries before, by id, ~20 MB for 100k entries; the worker
     sends parents first). Returns the session's running digest after the rows."""
-    running, chain_of = chainhash.session_digest, chainhash.entry_chain_hash
     for row in rows:
         start, end = row[8]
-        row[8] = line = lines[start:end]
-        entry_id, parent = row[2], row[3]
-        chain = chain_of(key, chains[parent] if parent is not None else None, row[1], entry_id, line)
-        row[17] = chains[entry_id] = chain
-        digest = running(key, digest, chain)
-    return digest
+        row[8] = lines[start:end]
+    return chainhash.hash_rows(key, rows, chains, digest)
 
 
 def _analyze_entries() -> None:
