@@ -158,6 +158,28 @@ def test_a_bad_line_is_reported_as_without_the_worker_and_nothing_is_left(alice,
     assert reported[0] == 1201 and 2401 in reported  # (the entries below line 1201 lose their parent)
 
 
+def test_a_session_written_after_its_entries_gets_the_id_autoincrement_would_give(alice, settings, outcomes, generated):
+    """On SQLite the worker path reserves the session's id and writes its row after the entries
+    (see _next_session_pk): ids still only grow, past those of deleted sessions, and the entries
+    point at the row."""
+    from django.db import connection
+
+    settings.PIWEB_IMPORT_WORKER_MIN_BYTES = 0
+    kept = services.session_create(owner=alice)
+    gone = services.session_create(owner=alice)
+    services.session_delete(session=gone)
+    result = services.session_import(owner=alice, data=generated(2500, seed=15))
+    assert isinstance(outcomes[0], services.ImportResult)  # the worker's path
+    assert result.session.pk > gone.pk > kept.pk
+    assert services.session_create(owner=alice).pk > result.session.pk
+    assert Entry.objects.filter(session_id=result.session.pk).count() == result.added == 2500
+    assert Session.objects.get(pk=result.session.pk).public_id == result.session.public_id
+    if connection.vendor == "sqlite":
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA foreign_key_check")
+            assert cursor.fetchall() == []
+
+
 def test_progress_adds_up_to_what_the_parser_reports(alice, settings, outcomes, generated):
     data = generated(2500, seed=12)
     totals = []
