@@ -1,7 +1,7 @@
 """Tamper evidence for entries: keyed hashes chained along the tree and over the seq order. Pure.
 
 The key (settings.PIWEB_CHAIN_KEY) is passed in, so the module stays free of Django (a large
-import hashes its rows in services._with_lines with the key read once). HMAC-SHA256 is computed
+import hashes its rows in hash_rows, called from services._with_lines). HMAC-SHA256 is computed
 from pre-keyed inner and outer hashes (RFC 2104): per entry that costs two hash copies instead of
 keying OpenSSL's HMAC afresh, ~2x cheaper on a 100k import.
 """

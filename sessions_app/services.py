@@ -572,11 +572,12 @@ class _StoredLines(Mapping[str, str]):
 
 
 def _peek_header_id(data: bytes) -> str | None:
+    """The id in the header, the first non-blank line (as piformat.read_header finds it, however
+    many blank lines come first), without copying the rest of the file."""
     start = 0
-    for _ in range(20):  # the first non-blank line, without copying the rest of the file
+    while True:
         end = data.find(b"\n", start)
         chunk = data[start:] if end < 0 else data[start:end]
-        start = end + 1
         if chunk.strip():
             try:
                 header = jsjson.loads(chunk)
@@ -585,8 +586,8 @@ def _peek_header_id(data: bytes) -> str | None:
             value = header.get("id") if isinstance(header, dict) else None
             return value if isinstance(value, str) and piformat.well_formed(value) else None
         if end < 0:
-            break
-    return None
+            return None
+        start = end + 1
 
 
 def session_import(
@@ -735,7 +736,8 @@ def _import_in_worker(
     """Import a new v3 session with its rows built by import_worker, written here as they come.
 
     None when the worker hands the file back (a problem to report, an unusual order): nothing of
-    it is kept, and the caller parses the file itself. _RACED as in _saved_unless_raced."""
+    it is kept, and the caller parses the file itself. _RACED as in _saved_unless_raced
+    (PostgreSQL; on SQLite the session's id is reserved and its row written by _imported)."""
     header, problem = piformat.read_header(data, limits)
     if header is None or problem is not None or header.version != piformat.CURRENT_VERSION:
         return None

@@ -180,6 +180,21 @@ def test_a_session_written_after_its_entries_gets_the_id_autoincrement_would_giv
             assert cursor.fetchall() == []
 
 
+@pytest.mark.parametrize("threshold", [-1, 0])
+def test_a_file_with_many_blank_lines_before_its_header_imports_again_as_the_same_session(
+    alice, settings, generated, threshold
+):
+    """The header is the first non-blank line, however far down (the stored-session lookup once
+    gave up after 20 lines, and a second import then retried itself forever)."""
+    settings.PIWEB_IMPORT_WORKER_MIN_BYTES = threshold
+    data = b"\n" * 25 + b"  \n" + generated(300, seed=16)
+    first = services.session_import(owner=alice, data=data)
+    again = services.session_import(owner=alice, data=data)
+    assert first.created and first.added == 300
+    assert not again.created and again.added == 0 and again.session.pk == first.session.pk
+    assert Session.objects.filter(public_id=first.session.public_id).count() == 1
+
+
 def test_progress_adds_up_to_what_the_parser_reports(alice, settings, outcomes, generated):
     data = generated(2500, seed=12)
     totals = []
