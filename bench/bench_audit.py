@@ -58,7 +58,8 @@ def _ms(values: list[float]) -> str:
 def bench_appends(appends: int) -> dict[str, Any]:
     from django.contrib.auth.models import User
 
-    from sessions_app import audit, services
+    from sessions_app.access import audit
+    from sessions_app.store import services
 
     user = User.objects.create_user(f"bench-{time.time_ns()}", password="x")
     session = services.session_create(owner=user)
@@ -103,7 +104,7 @@ def _fill(records: int) -> None:
     from django.db import transaction
     from django.utils import timezone
 
-    from sessions_app.audit import _locked_head, canonical, record_hash
+    from sessions_app.access.audit import _locked_head, canonical, record_hash
     from sessions_app.models import AuditHead, AuditRecord
 
     with transaction.atomic():
@@ -128,7 +129,7 @@ def _fill(records: int) -> None:
 
 
 def bench_verify(records: int) -> dict[str, Any]:
-    from sessions_app.audit import audit_verify
+    from sessions_app.access.audit import audit_verify
     from sessions_app.models import AuditRecord
 
     missing = records - AuditRecord.objects.count()

@@ -50,7 +50,7 @@ def setup(db: str) -> tuple[str, str]:
     from django.core.management import call_command
     from django.test import Client
 
-    from sessions_app import services
+    from sessions_app.store import services
 
     call_command("migrate", verbosity=0)
     user = User.objects.create_user("bench", password="x")

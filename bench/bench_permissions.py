@@ -1,4 +1,4 @@
-"""What the permission check costs: access.session_get_for_user against the old owner-only lookup,
+"""What the permission check costs: permissions.session_get_for_user against the old owner-only lookup,
 and the session page for a team member against the same page for a personal session's owner.
 
 Usage: .venv/bin/python bench/bench_permissions.py [--db /tmp/piweb-bench-perm.sqlite3] [-n 2000]
@@ -61,9 +61,10 @@ def main() -> None:
     from django.core.management import call_command
     from django.test import Client
 
-    from sessions_app import access, services
+    from sessions_app.access import permissions
     from sessions_app.errors import SessionNotFound
     from sessions_app.models import Membership, Session, Team
+    from sessions_app.store import services
 
     settings.ALLOWED_HOSTS = ["*"]
     settings.DEBUG = False
@@ -122,9 +123,9 @@ def main() -> None:
     ]
     fns: list[Callable[[], object]] = [
         lambda: old_owner_only(personal.public_id),
-        lambda: access.session_get_for_user(user=member, public_id=personal.public_id, need="chat"),
-        lambda: access.session_get_for_user(user=member, public_id=shared.public_id, need="chat"),
-        lambda: access.team_role(member, team.pk),
+        lambda: permissions.session_get_for_user(user=member, public_id=personal.public_id, need="chat"),
+        lambda: permissions.session_get_for_user(user=member, public_id=shared.public_id, need="chat"),
+        lambda: permissions.team_role(member, team.pk),
     ]
     rows = list(zip(names, timed(fns, n), strict=True))
     client = Client()

@@ -313,7 +313,7 @@ def import_child(path: Path) -> None:
         os.environ.get("PIWEB_DATABASE_URL"),
         Path(os.environ.get("PIWEB_BENCH_CODE", ROOT)),
     )
-    from sessions_app import services
+    from sessions_app.store import services
 
     user = bench_user()
     gc.collect()
@@ -340,8 +340,8 @@ def import_child(path: Path) -> None:
 
 
 def delete_session(public_id: str) -> None:
-    from sessions_app import services
     from sessions_app.models import Session
+    from sessions_app.store import services
 
     for s in Session.objects.filter(public_id=public_id):
         services.session_delete(session=s)
@@ -354,7 +354,7 @@ def import_over_http(path: Path, public_id: str, code: Path) -> dict[str, Any]:
     import socket
     import uuid
 
-    from sessions_app.auth import api_token_create
+    from sessions_app.access.api_tokens import api_token_create
 
     delete_session(public_id)
     token = api_token_create(user=bench_user(), name="bench")[1]
@@ -459,8 +459,8 @@ def append_messages(n: int) -> list[dict[str, Any]]:
 def bench_piweb(path: Path, pi: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     from django.test import Client
 
-    from sessions_app import selectors, services
     from sessions_app.models import Entry, Session
+    from sessions_app.store import selectors, services
 
     sys.path.insert(0, str(args.baseline))
     from branch_targets import targets as branch_targets  # type: ignore[import-not-found]

@@ -49,8 +49,8 @@ def main() -> None:
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    from sessions_app import services
     from sessions_app.models import Session
+    from sessions_app.store import services
 
     settings.ALLOWED_HOSTS = ["*"]
     settings.DEBUG = False

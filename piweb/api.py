@@ -4,11 +4,11 @@ from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.security import django_auth
 
-from sessions_app.auth import BearerToken
+from sessions_app.access.api_tokens import BearerToken
 from sessions_app.errors import ImportRejected, SessionsError
 
 api = NinjaAPI(title="piweb", version="1.0.0", auth=[BearerToken(), django_auth], urls_namespace="api")
-api.add_router("/sessions", "sessions_app.api.router")
+api.add_router("/sessions", "sessions_app.web.api.router")
 
 
 @api.exception_handler(SessionsError)

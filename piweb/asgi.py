@@ -13,7 +13,7 @@ from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  #
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from piweb import uploads  # noqa: E402
-from sessions_app.routing import channel_routes, websocket_urlpatterns  # noqa: E402
+from sessions_app.live.routing import channel_routes, websocket_urlpatterns  # noqa: E402
 
 uploads.install()  # daphne: no second, slow parse of multipart uploads (see uploads.py)
 

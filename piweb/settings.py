@@ -87,7 +87,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "sessions_app.audit.request_context_middleware",  # request.id, X-Request-ID, audit context
+    "sessions_app.access.audit.request_context_middleware",  # request.id, X-Request-ID, audit context
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

@@ -15,9 +15,10 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from sessions_app import jsjson, revoke
+from sessions_app.access import revoke
+from sessions_app.access.signin import AdminSignInForm
+from sessions_app.core import jsjson
 from sessions_app.models import ApiToken, AuditRecord, Entry, Session
-from sessions_app.signin import AdminSignInForm
 
 
 class ReadOnlyMixin:

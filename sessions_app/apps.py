@@ -20,7 +20,8 @@ class SessionsAppConfig(AppConfig):
     def ready(self) -> None:
         from django.db.backends.signals import connection_created
 
-        from sessions_app import checkpoint, signin  # noqa: F401  (signin connects the sign-in audit receivers)
+        from sessions_app.access import signin  # noqa: F401  (signin connects the sign-in audit receivers)
+        from sessions_app.store import checkpoint
 
         connection_created.connect(checkpoint.connection_created, dispatch_uid="piweb-wal-watch")
         # sqlite3 looks for an adapter for every parameter that is not an exact int, float or

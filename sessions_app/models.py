@@ -213,7 +213,7 @@ class ShareLink(models.Model):
 class AuditRecord(models.Model):
     """One audited action. Append-only (database triggers refuse UPDATE and DELETE) and hash-chained:
     `hash` is an HMAC over the record's canonical content and the previous record's hash, so a
-    changed, removed or inserted record is found by `manage.py verify_audit` (sessions_app.audit)."""
+    changed, removed or inserted record is found by `manage.py verify_audit` (sessions_app.access.audit)."""
 
     seq = models.BigIntegerField(unique=True)  # dense from 1, global
     at = models.DateTimeField()

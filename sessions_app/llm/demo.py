@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sessions_app.compaction import estimate_tokens
+from sessions_app.core.compaction import estimate_tokens
 from sessions_app.llm.base import (
     ABORTED_MESSAGE,
     Aborted,

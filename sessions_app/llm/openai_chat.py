@@ -14,7 +14,7 @@ from typing import Any
 
 import openai
 
-from sessions_app import jsjson
+from sessions_app.core import jsjson
 from sessions_app.llm.base import (
     ABORTED_MESSAGE,
     Aborted,

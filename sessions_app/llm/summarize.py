@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from sessions_app.compaction import Summarize, SummaryRequest
+from sessions_app.core.compaction import Summarize, SummaryRequest
 from sessions_app.llm.assemble import collect
 from sessions_app.llm.base import ModelInfo, Provider, ThinkingLevel
 

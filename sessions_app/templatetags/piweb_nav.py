@@ -8,7 +8,7 @@ from django import template
 from django.contrib.auth.models import Permission, User
 from django.db.models import Q
 
-from sessions_app import audit
+from sessions_app.access import audit
 
 register = template.Library()
 

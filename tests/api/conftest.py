@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from sessions_app import services
-from sessions_app.auth import api_token_create
+from sessions_app.access.api_tokens import api_token_create
 from sessions_app.models import Session
+from sessions_app.store import services
 from tests.conftest import BASELINE_SRC
 
 GEN_SESSION = BASELINE_SRC / "gen_session.py"

@@ -10,7 +10,7 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
-from sessions_app.auth import api_token_create
+from sessions_app.access.api_tokens import api_token_create
 from sessions_app.models import ApiToken, Session
 from tests.api.conftest import url
 

@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from sessions_app import services
+from sessions_app.store import services
 from tests.api.conftest import url, user_message
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from sessions_app import services
+from sessions_app.store import services
 from tests.api.conftest import entry_ids, url, user_message
 
 pytestmark = pytest.mark.django_db

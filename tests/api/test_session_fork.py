@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from sessions_app import services
 from sessions_app.models import Session
+from sessions_app.store import services
 from tests.api.conftest import entry_ids, url, user_message
 
 pytestmark = pytest.mark.django_db

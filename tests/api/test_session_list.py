@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sessions_app import services
 from sessions_app.models import Session
+from sessions_app.store import services
 from tests.api.conftest import url, user_message
 
 pytestmark = pytest.mark.django_db

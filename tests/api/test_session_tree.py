@@ -7,7 +7,7 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from sessions_app import services
+from sessions_app.store import services
 from tests.api.conftest import entry_ids, url
 
 pytestmark = pytest.mark.django_db

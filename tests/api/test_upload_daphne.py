@@ -14,7 +14,7 @@ from daphne.http_protocol import WebRequest
 from twisted.web.test.requesthelper import DummyChannel
 
 from piweb import uploads
-from sessions_app.auth import api_token_create
+from sessions_app.access.api_tokens import api_token_create
 from sessions_app.models import Entry, Session
 from tests.chat.test_processes import Procs, procs  # noqa: F401  (the fixture)
 

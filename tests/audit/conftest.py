@@ -10,7 +10,7 @@ import pytest
 from django.core.cache import cache
 from django.db import connection
 
-from sessions_app.audit import audit_record, audit_verify
+from sessions_app.access.audit import audit_record, audit_verify
 from sessions_app.models import AuditRecord
 
 

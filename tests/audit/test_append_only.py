@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.db import DatabaseError, connection, transaction
 
-from sessions_app.audit import audit_record
+from sessions_app.access.audit import audit_record
 from sessions_app.models import AuditRecord
 
 pytestmark = pytest.mark.django_db

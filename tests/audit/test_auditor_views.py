@@ -11,10 +11,10 @@ from django.contrib.auth.models import Group
 from django.test import Client
 from django.utils import timezone
 
-from sessions_app import services
-from sessions_app.audit import audit_record
-from sessions_app.audit_views import csv_cell
+from sessions_app.access.audit import audit_record
 from sessions_app.models import AuditRecord
+from sessions_app.store import services
+from sessions_app.web.audit_views import csv_cell
 
 pytestmark = pytest.mark.django_db
 

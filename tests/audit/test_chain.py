@@ -7,7 +7,7 @@ import itertools
 import pytest
 from django.core.management import call_command
 
-from sessions_app.audit import audit_record, audit_verify, canonical, record_hash
+from sessions_app.access.audit import audit_record, audit_verify, canonical, record_hash
 from sessions_app.models import AuditHead, AuditRecord
 from tests.audit.conftest import bad_seq, write_records
 

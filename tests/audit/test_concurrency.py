@@ -7,9 +7,9 @@ import threading
 import pytest
 from django.db import close_old_connections, connection
 
-from sessions_app import services
-from sessions_app.audit import audit_record, audit_verify
+from sessions_app.access.audit import audit_record, audit_verify
 from sessions_app.models import AuditRecord
+from sessions_app.store import services
 
 THREADS = 6
 EACH = 40

@@ -88,7 +88,7 @@ def test_every_action_is_recorded(client, alice):
          content_type=None)  # fmt: skip
     check("signin.failed", "r-bad", obj_id="alice", actor="", extra={"username": "alice"})
 
-    from sessions_app.audit import audit_verify
+    from sessions_app.access.audit import audit_verify
 
     assert audit_verify().finding is None
 
@@ -102,7 +102,7 @@ def test_request_ids_are_generated_and_sanitized(client):
 def test_forwarded_for_is_used_only_behind_trusted_proxies(settings, alice):
     from django.test import RequestFactory
 
-    from sessions_app.audit import client_ip
+    from sessions_app.access.audit import client_ip
 
     request = RequestFactory().get("/", REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR="6.6.6.6, 198.51.100.9")
     assert client_ip(request) == "10.0.0.1"

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import transaction
 
-from sessions_app.audit import audit_verify
+from sessions_app.access.audit import audit_verify
 from tests.audit.conftest import bad_seq, forged_hash, last_seq, write_records
 
 pytestmark = pytest.mark.django_db

@@ -19,8 +19,9 @@ from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
 
-from sessions_app import jsjson, services
+from sessions_app.core import jsjson
 from sessions_app.models import Entry, Session
+from sessions_app.store import services
 from tests.browser.conftest import shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from sessions_app import services
 from sessions_app.models import Session
+from sessions_app.store import services
 from tests.browser.conftest import shot
 from tests.conftest import FIXTURES
 from tests.xss import ALL, hostile_payloads

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from sessions_app import services
 from sessions_app.models import Session
+from sessions_app.store import services
 from tests.browser.conftest import shot
 
 pytestmark = pytest.mark.django_db(transaction=True)

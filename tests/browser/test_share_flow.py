@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import User
 
-from sessions_app import services
 from sessions_app.models import ShareLink
+from sessions_app.store import services
 from tests.browser.conftest import shot
 from tests.views.conftest import assistant, user
 

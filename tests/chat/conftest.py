@@ -18,8 +18,8 @@ from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.test import AsyncClient, Client
 
-from sessions_app import services
 from sessions_app.models import Entry, StreamingTurn
+from sessions_app.store import services
 
 ORIGIN = (b"origin", b"http://testserver")
 
@@ -101,7 +101,7 @@ def turn_ids(frames: list[str]) -> list[str]:
 
 
 def message(entry: Entry) -> dict[str, Any]:
-    from sessions_app import jsjson
+    from sessions_app.core import jsjson
 
     data: dict[str, Any] = jsjson.loads(entry.raw)["message"]
     return data
@@ -124,8 +124,8 @@ async def flush_layer() -> None:
 @pytest_asyncio.fixture
 async def turn_worker():
     """With a shared (Redis) layer turns go to the piweb-turns channel: run a worker loop here."""
-    from sessions_app import streaming
     from sessions_app.events import TURN_CHANNEL
+    from sessions_app.live import streaming
 
     await flush_layer()
     if not streaming.uses_worker():

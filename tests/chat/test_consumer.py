@@ -7,7 +7,7 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
 from piweb.asgi import application
-from sessions_app import services
+from sessions_app.store import services
 from tests.chat.conftest import ORIGIN, connect, cookie_header, frames_until
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]

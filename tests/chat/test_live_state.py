@@ -13,9 +13,12 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
-from sessions_app import chat_frames, events, jsjson, streaming
-from sessions_app.consumers import SessionConsumer
+from sessions_app import events
+from sessions_app.core import jsjson
+from sessions_app.live import streaming
+from sessions_app.live.consumers import SessionConsumer
 from sessions_app.models import Entry, StreamingTurn
+from sessions_app.render import frames
 from tests.chat.conftest import connect, delta_text, frames_until, snapshot_text, wait_turns_done
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -51,7 +54,7 @@ def delta_event(session, turn: str, index: int, text: str) -> events.DeltaEvent:
         "session": session.public_id,
         "turn": turn,
         "index": index,
-        "html": chat_frames.delta(turn=turn, index=index, t=time.time(), parts=parts),
+        "html": frames.delta(turn=turn, index=index, t=time.time(), parts=parts),
         "t": time.time(),
     }
 

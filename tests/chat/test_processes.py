@@ -27,8 +27,9 @@ from django.db import connection
 from django.test import Client
 from django.utils.crypto import get_random_string
 
-from sessions_app import jsjson, services
+from sessions_app.core import jsjson
 from sessions_app.models import Entry, StreamingTurn
+from sessions_app.store import services
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 ROOT = Path(__file__).resolve().parents[2]

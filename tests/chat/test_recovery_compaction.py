@@ -12,8 +12,10 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
-from sessions_app import jsjson, services, streaming
+from sessions_app.core import jsjson
+from sessions_app.live import streaming
 from sessions_app.models import Entry, StreamingTurn
+from sessions_app.store import services
 from tests.chat.conftest import message, wait_turns_done
 from tests.llm.server import ScriptedServer, Stream, openai_sse
 

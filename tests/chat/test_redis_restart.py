@@ -17,8 +17,8 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from sessions_app import services
 from sessions_app.models import Entry
+from sessions_app.store import services
 from tests.chat.conftest import connect, frames_until
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]

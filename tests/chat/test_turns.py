@@ -8,9 +8,9 @@ import re
 import pytest
 from asgiref.sync import sync_to_async
 
-from sessions_app import services
 from sessions_app.llm.demo import demo_reply
 from sessions_app.models import Entry, StreamingTurn
+from sessions_app.store import services
 from tests.chat.conftest import (
     connect,
     delta_text,

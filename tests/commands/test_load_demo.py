@@ -11,8 +11,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.test import Client
 
-from sessions_app import selectors
 from sessions_app.models import Entry, Session
+from sessions_app.store import selectors
 
 pytestmark = pytest.mark.django_db
 

@@ -172,7 +172,7 @@ def test_registry_from_django_settings(settings, monkeypatch):
 
 @pytest.mark.asyncio
 async def test_the_summarizer_adapter_runs_compaction_through_a_provider():
-    from sessions_app import compaction
+    from sessions_app.core import compaction
     from sessions_app.llm.summarize import SummaryFailed, summarizer
 
     summarize = summarizer(provider=DemoProvider(delay=0), model=DEMO_MODEL, abort=asyncio.Event())

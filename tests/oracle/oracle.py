@@ -20,10 +20,11 @@ from typing import Any
 
 import orjson
 
-from sessions_app import context, jsjson, selectors
+from sessions_app.core import context, jsjson
+from sessions_app.core.tree import Node, node_from_entry
 from sessions_app.models import Session
-from sessions_app.schemas import SessionOut
-from sessions_app.tree import Node, node_from_entry
+from sessions_app.store import selectors
+from sessions_app.web.schemas import SessionOut
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from sessions_app import context, services
-from sessions_app.tree import TreeIndex, children, index
+from sessions_app.core import context
+from sessions_app.core.tree import TreeIndex, children, index
+from sessions_app.store import services
 from tests.oracle.conftest import GENERATED, OWN, StaticFile
 from tests.oracle.oracle import (
     PiOracle,

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from sessions_app import context, demo, services
+from sessions_app.core import context
 from sessions_app.models import Session
+from sessions_app.store import demo, services
 from tests.oracle.oracle import (
     MISSING,
     PiOracle,

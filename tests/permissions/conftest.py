@@ -14,8 +14,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from sessions_app import services, teams
+from sessions_app.access import teams
 from sessions_app.models import Session, Team
+from sessions_app.store import services
 from tests.views.conftest import assistant, user
 
 ROLES = ("viewer", "reviewer", "editor", "admin")

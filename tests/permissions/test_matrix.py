@@ -1,6 +1,6 @@
 """Every endpoint x every role x (own team, other team, someone else's personal session) + anonymous.
 
-One table says what each endpoint needs (access.CAPABILITIES says what each role has); the cases
+One table says what each endpoint needs (permissions.CAPABILITIES says what each role has); the cases
 are generated from it. Allowed: the endpoint's success status. Refused: 404 without access, 403 with
 read access but not the capability, 401 (API) or a redirect to sign-in (UI) when signed out; and
 nothing changed.
@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from sessions_app import access, streaming, turns
-from sessions_app.access import Capability, Role
+from sessions_app.access import permissions
+from sessions_app.access.permissions import Capability, Role
 from sessions_app.errors import SessionsError
+from sessions_app.live import streaming, turns
 from sessions_app.models import Entry, Membership, Session, ShareLink, StreamingTurn
 from tests.permissions.conftest import ROLES, World
 
@@ -100,7 +101,7 @@ def expected(ep: Endpoint, who: str, scope: str) -> int | tuple[int, ...]:
         return ep.ok  # no team given: into the user's own personal space
     if scope != "team":
         return 404
-    if not access.can(Role(who), ep.need):
+    if not permissions.can(Role(who), ep.need):
         return 403
     return ep.ok
 
@@ -196,7 +197,7 @@ def _shape(path: str) -> str:
 
 def test_the_table_covers_every_ui_route():
     """A new session page or command must get a row in ENDPOINTS (and so a capability)."""
-    from sessions_app import chat_urls, settings_urls, urls
+    from sessions_app.web import chat_urls, settings_urls, urls
     from tests.permissions.test_teams import TEAM_ROUTES
 
     rows = {_shape(ep.path) for ep in ENDPOINTS}
@@ -210,7 +211,7 @@ def test_the_table_covers_every_ui_route():
 
 
 def test_the_table_covers_every_api_operation():
-    from sessions_app.api import router
+    from sessions_app.web.api import router
 
     rows = {(ep.method.upper(), _shape(ep.path)) for ep in ENDPOINTS if ep.kind == "api"}
     for path, view in router.path_operations.items():

@@ -10,8 +10,9 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from sessions_app import services, shares, teams
+from sessions_app.access import teams
 from sessions_app.models import AuditRecord, ShareLink
+from sessions_app.store import services, shares
 from tests.permissions.conftest import World
 from tests.views.conftest import assistant, user
 

@@ -10,9 +10,9 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from sessions_app import selectors, services
 from sessions_app.errors import SessionConflict, SessionForbidden
 from sessions_app.models import Entry, Session
+from sessions_app.store import selectors, services
 
 pytestmark = pytest.mark.django_db
 

@@ -6,10 +6,11 @@ import itertools
 
 import pytest
 
-from sessions_app import access, selectors, teams
-from sessions_app.access import Role
+from sessions_app.access import permissions, teams
+from sessions_app.access.permissions import Role
 from sessions_app.errors import SessionConflict, SessionForbidden, SessionNotFound
 from sessions_app.models import AuditRecord, Membership, Session
+from sessions_app.store import selectors
 from tests.permissions.conftest import ROLES, World, build_session
 
 pytestmark = pytest.mark.django_db
@@ -22,14 +23,14 @@ def role_of(world: World, name: str) -> str | None:
 def test_creator_is_admin_and_roles_give_capabilities(world):
     assert role_of(world, "admin") == "admin"
     s = world.sessions["team"]
-    assert {name: access.session_access(world.users[name], s) for name in ROLES} == {r: Role(r) for r in ROLES}
-    assert access.session_access(world.users["owner"], s) is None
-    assert access.session_access(world.users["owner"], world.sessions["personal"]) == Role.OWNER
-    assert access.session_access(world.users["admin"], world.sessions["personal"]) is None
+    assert {name: permissions.session_access(world.users[name], s) for name in ROLES} == {r: Role(r) for r in ROLES}
+    assert permissions.session_access(world.users["owner"], s) is None
+    assert permissions.session_access(world.users["owner"], world.sessions["personal"]) == Role.OWNER
+    assert permissions.session_access(world.users["admin"], world.sessions["personal"]) is None
 
 
 def test_capability_table_is_cumulative():
-    caps = [access.CAPABILITIES[Role(r)] for r in ROLES]
+    caps = [permissions.CAPABILITIES[Role(r)] for r in ROLES]
     assert all(a < b for a, b in itertools.pairwise(caps))
     assert caps[0] == {"read"}
     assert caps[1] - caps[0] == {"label", "share"}
@@ -52,7 +53,7 @@ def test_inactive_members_have_no_access(world):
     viewer = world.users["viewer"]
     viewer.is_active = False
     viewer.save()
-    assert access.session_access(viewer, world.sessions["team"]) is None
+    assert permissions.session_access(viewer, world.sessions["team"]) is None
 
 
 def test_list_has_personal_and_team_sessions_only(world):
@@ -75,7 +76,7 @@ def test_invite_by_username(world):
     with pytest.raises(teams.MemberError):
         teams.member_invite(team=world.core, username="owner", role="boss", actor=admin)
     teams.member_invite(team=world.core, username="owner", role="reviewer", actor=admin)
-    assert access.session_access(world.users["owner"], world.sessions["team"]) == Role.REVIEWER
+    assert permissions.session_access(world.users["owner"], world.sessions["team"]) == Role.REVIEWER
     assert AuditRecord.objects.filter(action="team.member_add").count() == 4  # 3 in the world + this one
 
 
@@ -129,7 +130,7 @@ def test_move_to_team_owner_or_admin(world):
     teams.member_role_set(team=world.core, user=owner, role="editor", actor=admin)
     teams.session_move_to_team(session=personal, team=world.core, actor=owner)
     assert Session.objects.get(pk=personal.pk).team_id == world.core.pk
-    assert access.session_access(owner, personal) == Role.EDITOR  # the team's role now, not owner
+    assert permissions.session_access(owner, personal) == Role.EDITOR  # the team's role now, not owner
     with pytest.raises(SessionNotFound):  # someone else's personal session
         teams.session_move_to_team(session=world.sessions["other"], team=world.core, actor=admin)
     with pytest.raises(SessionForbidden):  # an editor cannot move a team session away
@@ -166,7 +167,7 @@ def test_team_routes(world, route, who, scope):
     response = getattr(world.client(who), method)(path.format(**values), data)
     if scope == "other":
         assert response.status_code == 404
-    elif access.can(Role(who), need):
+    elif permissions.can(Role(who), need):
         assert response.status_code == ok
         return
     else:

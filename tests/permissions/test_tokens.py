@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
-from sessions_app.auth import api_token_create
+from sessions_app.access.api_tokens import api_token_create
 from sessions_app.models import ApiToken, AuditRecord, Entry
 
 pytestmark = pytest.mark.django_db

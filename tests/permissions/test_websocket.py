@@ -11,7 +11,7 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.sessions.models import Session as DjangoSession
 from django.test import Client
 
-from sessions_app import revoke, teams
+from sessions_app.access import revoke, teams
 from tests.permissions.conftest import ROLES, World, make_world
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from sessions_app import selectors, services
 from sessions_app.errors import EntryNotFound
 from sessions_app.models import Session
+from sessions_app.store import selectors, services
 from tests.store.helpers import assert_tree, assistant, counts, keys, user
 
 pytestmark = pytest.mark.django_db

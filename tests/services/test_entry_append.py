@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from sessions_app import selectors, services
 from sessions_app.errors import EntryNotFound, InvalidEntry, SessionConflict
 from sessions_app.models import Entry
+from sessions_app.store import selectors, services
 from tests.store.helpers import HEX8, ISO_MS, assert_tree, assistant, counts, keys, snapshot, user
 
 pytestmark = pytest.mark.django_db

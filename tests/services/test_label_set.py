@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from sessions_app import selectors, services
+from sessions_app.core.tree import labels as tree_labels
 from sessions_app.errors import EntryNotFound
 from sessions_app.models import Session
-from sessions_app.tree import labels as tree_labels
+from sessions_app.store import selectors, services
 from tests.store.helpers import assert_tree, assistant, counts, keys, nodes, user
 
 pytestmark = pytest.mark.django_db

@@ -7,8 +7,8 @@ import uuid
 
 import pytest
 
-from sessions_app import selectors, services
 from sessions_app.models import Entry
+from sessions_app.store import selectors, services
 from tests.store.helpers import ISO_MS, assert_tree, keys
 
 pytestmark = pytest.mark.django_db

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from sessions_app import selectors, services
 from sessions_app.errors import SessionNotFound
 from sessions_app.models import Entry, Session
+from sessions_app.store import selectors, services
 from tests.store.helpers import assistant, export_bytes, snapshot, user
 
 pytestmark = pytest.mark.django_db

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from sessions_app import selectors, services
 from sessions_app.errors import EntryNotFound
 from sessions_app.models import Entry, Session
+from sessions_app.store import selectors, services
 from tests.store.helpers import (
     HEX8,
     ISO_MS,

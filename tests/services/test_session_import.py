@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from sessions_app import selectors, services
-from sessions_app.context import build_session_context
+from sessions_app.core.context import build_session_context
+from sessions_app.core.tree import leaf_after_load
 from sessions_app.errors import SessionConflict
 from sessions_app.models import Entry, Session
-from sessions_app.tree import leaf_after_load
+from sessions_app.store import selectors, services
 from tests.store.helpers import (
     HEX8,
     SESSION_ID,

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from sessions_app import selectors, services
+from sessions_app.core.tree import session_name
 from sessions_app.models import Session
-from sessions_app.tree import session_name
+from sessions_app.store import selectors, services
 from tests.store.helpers import assert_tree, jsonl, keys, nodes, user
 
 pytestmark = pytest.mark.django_db

@@ -7,9 +7,10 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sessions_app import jsjson, selectors
+from sessions_app.core import jsjson
+from sessions_app.core.tree import Node
 from sessions_app.models import Entry, Session
-from sessions_app.tree import Node
+from sessions_app.store import selectors
 
 HEX8 = re.compile(r"^[0-9a-f]{8}$")
 ISO_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")

@@ -8,8 +8,8 @@ from collections.abc import Callable
 import pytest
 from django.db import DatabaseError, connection, transaction
 
-from sessions_app import services
 from sessions_app.models import Entry, Session
+from sessions_app.store import services
 from tests.store.helpers import assert_tree, assistant, counts, snapshot, user
 
 pytestmark = pytest.mark.django_db

@@ -15,8 +15,8 @@ import pytest
 from django.db import connection, transaction
 from django.db.utils import ConnectionHandler
 
-from sessions_app import checkpoint, services
 from sessions_app.errors import ImportRejected
+from sessions_app.store import checkpoint, services
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("_sessions_deleted_after")]
 

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from sessions_app import selectors, services
-from sessions_app.context import build_session_context
+from sessions_app.core.context import build_session_context
 from sessions_app.errors import SessionNotFound
 from sessions_app.models import Entry, Session
+from sessions_app.store import selectors, services
 from tests.store import workers
 from tests.store.helpers import assert_tree, chain, header, jsonl, nodes
 

@@ -9,8 +9,8 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from sessions_app import entry_insert, services
 from sessions_app.models import Entry
+from sessions_app.store import entry_insert, services
 
 pytestmark = pytest.mark.django_db
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from sessions_app import selectors, services
 from sessions_app.errors import ImportRejected, SessionsError
 from sessions_app.models import Session
+from sessions_app.store import selectors, services
 from tests.store.helpers import (
     assert_tree,
     assistant,

@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import pytest
 
-from sessions_app import selectors, services
 from sessions_app.errors import ImportRejected
 from sessions_app.models import Entry, Session
+from sessions_app.store import selectors, services
 
 pytestmark = pytest.mark.django_db
 

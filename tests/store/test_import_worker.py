@@ -20,9 +20,10 @@ import pytest
 from django.db import OperationalError
 from django.forms.models import model_to_dict
 
-from sessions_app import entry_insert, import_worker, selectors, services, worker_client
 from sessions_app.errors import ImportRejected
 from sessions_app.models import Entry, Session
+from sessions_app.store import entry_insert, selectors, services
+from sessions_app.store.importing import worker, worker_client
 
 pytestmark = pytest.mark.django_db
 
@@ -77,42 +78,42 @@ def _import_both_ways(user, data: bytes, settings, outcomes: list[Any]) -> tuple
 )
 def test_the_worker_stores_what_the_in_process_parser_stores(alice, settings, generated, outcomes, options):
     data = generated(**options)
-    in_process, worker = _import_both_ways(alice, data, settings, outcomes)
+    in_process, by_worker = _import_both_ways(alice, data, settings, outcomes)
     assert len(outcomes) == 1 and isinstance(outcomes[0], services.ImportResult)  # the worker did it
-    assert worker == in_process
+    assert by_worker == in_process
     assert "".join(selectors.export_lines(session=outcomes[0].session)).encode() == data
 
 
 @pytest.mark.parametrize("name", ["v3-shapes.jsonl", "v3-dup-header.jsonl"])
 def test_format_fixtures_come_out_the_same(alice, settings, outcomes, name):
     data = (FIXTURES / name).read_bytes()
-    in_process, worker = _import_both_ways(alice, data, settings, outcomes)
+    in_process, by_worker = _import_both_ways(alice, data, settings, outcomes)
     assert isinstance(outcomes[0], services.ImportResult)
-    assert worker == in_process
+    assert by_worker == in_process
     assert "".join(selectors.export_lines(session=outcomes[0].session)).encode() == data
 
 
 @pytest.mark.skipif(not (SHARED / "large-session.jsonl").exists(), reason="shared fixtures are not on this machine")
 def test_the_real_large_session_is_migrated_in_process(alice, settings, outcomes):
     data = (SHARED / "large-session.jsonl").read_bytes()  # a v1 file: migration needs every line at once
-    in_process, worker = _import_both_ways(alice, data, settings, outcomes)
+    in_process, by_worker = _import_both_ways(alice, data, settings, outcomes)
     assert outcomes == [None]
-    assert worker == in_process
+    assert by_worker == in_process
 
 
 def test_repeated_lines_are_handed_back_and_still_import_the_same(alice, settings, outcomes):
     # pi's lazy flush can write entries twice (v3-dup-flush): the worker leaves that to the parser.
-    in_process, worker = _import_both_ways(alice, (FIXTURES / "v3-dup-flush.jsonl").read_bytes(), settings, outcomes)
+    in_process, by_worker = _import_both_ways(alice, (FIXTURES / "v3-dup-flush.jsonl").read_bytes(), settings, outcomes)
     assert outcomes == [None]
-    assert worker == in_process
+    assert by_worker == in_process
 
 
 def test_children_before_parents_are_handed_back(alice, settings, outcomes, generated):
     lines = generated(300, seed=9).rstrip(b"\n").split(b"\n")
     data = b"\n".join([lines[0], *reversed(lines[1:])]) + b"\n"
-    in_process, worker = _import_both_ways(alice, data, settings, outcomes)
+    in_process, by_worker = _import_both_ways(alice, data, settings, outcomes)
     assert outcomes == [None]
-    assert worker == in_process
+    assert by_worker == in_process
 
 
 def test_lone_surrogates_come_out_the_same(alice, settings, outcomes, generated):
@@ -130,9 +131,9 @@ def test_lone_surrogates_come_out_the_same(alice, settings, outcomes, generated)
         lines[number] = json.dumps(entry).encode()
         marked.append(entry["id"])
     data = b"\n".join(lines) + b"\n"
-    in_process, worker = _import_both_ways(alice, data, settings, outcomes)
+    in_process, by_worker = _import_both_ways(alice, data, settings, outcomes)
     assert isinstance(outcomes[0], services.ImportResult)  # the worker took the file
-    assert worker == in_process
+    assert by_worker == in_process
     previews = dict(Entry.objects.filter(entry_id__in=marked).values_list("entry_id", "preview"))
     assert len(previews) == 3 and all("cut \ufffd here" in p for p in previews.values())
     assert "".join(selectors.export_lines(session=outcomes[0].session)).encode() == data
@@ -227,7 +228,7 @@ def test_the_collector_is_held_off_while_rows_are_stored_and_resumes_after(
     the file is rejected."""
     import gc
 
-    from sessions_app import gcpause
+    from sessions_app.store.importing import gcpause
 
     settings.PIWEB_IMPORT_WORKER_MIN_BYTES = threshold
     data = generated(2500, seed=14)
@@ -269,9 +270,9 @@ def _reaped(pid: int) -> bool:
 def test_a_worker_that_dies_midway_leaves_the_file_to_the_parser(
     alice, settings, outcomes, generated, monkeypatch, children
 ):
-    real_serve = import_worker.serve
+    real_serve = worker.serve
 
-    def serve_then_die(data: bytes, job: import_worker.Job, out: Any) -> None:
+    def serve_then_die(data: bytes, job: worker.Job, out: Any) -> None:
         class Dying:  # passes the first batches of rows on, then the process is killed
             def __init__(self) -> None:
                 self.sent = 0
@@ -289,7 +290,7 @@ def test_a_worker_that_dies_midway_leaves_the_file_to_the_parser(
         dying: Any = Dying()
         real_serve(data, job, dying)
 
-    monkeypatch.setattr(import_worker, "serve", serve_then_die)  # the child is a fork: it has the patch
+    monkeypatch.setattr(worker, "serve", serve_then_die)  # the child is a fork: it has the patch
     written: list[int] = []
     with_lines = services._with_lines
 
@@ -320,8 +321,8 @@ def test_a_worker_that_cannot_start_leaves_the_file_to_the_parser(alice, setting
 
 
 def test_a_worker_stopped_early_is_killed_and_reaped(alice, settings, outcomes, generated, monkeypatch, children):
-    def serve_then_hang(data: bytes, job: import_worker.Job, out: Any) -> None:
-        first = next(import_worker.build(data, job))  # the first batch goes out whole...
+    def serve_then_hang(data: bytes, job: worker.Job, out: Any) -> None:
+        first = next(worker.build(data, job))  # the first batch goes out whole...
         pickle.dump(first, out)
         out.flush()
         time.sleep(60)  # ...then the child works on (as on a long file)
@@ -329,7 +330,7 @@ def test_a_worker_stopped_early_is_killed_and_reaped(alice, settings, outcomes, 
     def failing_write(*args: Any, **kwargs: Any) -> None:
         raise OperationalError("disk I/O error")
 
-    monkeypatch.setattr(import_worker, "serve", serve_then_hang)
+    monkeypatch.setattr(worker, "serve", serve_then_hang)
     monkeypatch.setattr(services, "_with_lines", failing_write)  # the first rows fail to be written
     settings.PIWEB_IMPORT_WORKER_MIN_BYTES = 0
     started = time.monotonic()
@@ -343,14 +344,14 @@ def test_a_worker_stopped_early_is_killed_and_reaped(alice, settings, outcomes, 
 def test_the_worker_holds_none_of_the_parents_files(alice, settings, outcomes, generated, monkeypatch):
     """A client's socket stays open while any process holds it: the child closes all but its pipe."""
     seen: list[list[str]] = []
-    real_serve = import_worker.serve
+    real_serve = worker.serve
 
-    def serve_and_report(data: bytes, job: import_worker.Job, out: Any) -> None:
+    def serve_and_report(data: bytes, job: worker.Job, out: Any) -> None:
         fds = [path.name for path in Path("/proc/self/fd").iterdir()]
         real_serve(data, job, out)
         pickle.dump(("fds", fds), out)  # read back by the test's own reader, after "done"
 
-    monkeypatch.setattr(import_worker, "serve", serve_and_report)
+    monkeypatch.setattr(worker, "serve", serve_and_report)
     settings.PIWEB_IMPORT_WORKER_MIN_BYTES = 0
     with tempfile.TemporaryFile() as held:  # a file the parent has open
         real_read = worker_client.WorkerRun._read
@@ -378,7 +379,7 @@ def test_small_files_and_known_sessions_do_not_start_a_worker(alice, settings, o
 
 
 def test_worker_rows_verify(alice, settings, generated, outcomes):
-    from sessions_app import integrity
+    from sessions_app.store import integrity
 
     settings.PIWEB_IMPORT_WORKER_MIN_BYTES = 0
     result = services.session_import(owner=alice, data=generated(1200, seed=17, branch_prob=0.1))
@@ -390,25 +391,26 @@ def test_the_worker_module_is_pure():
     import subprocess
 
     code = (
-        "import sys; import sessions_app.import_worker; "
+        "import sys; import sessions_app.store.importing.worker; "
         "assert not [m for m in sys.modules if m == 'django' or m.startswith('django.')], 'django imported'"
     )
     subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], check=True)
 
 
 def test_the_fast_message_check_knows_every_message_rule():
-    from sessions_app import import_worker, piformat
+    from sessions_app.core import piformat
+    from sessions_app.store.importing import worker
 
-    assert set(import_worker._CONTENT_TYPES) == set(piformat.MESSAGE_FIELDS)
+    assert set(worker._CONTENT_TYPES) == set(piformat.MESSAGE_FIELDS)
 
 
 def _plain_in_place(line: bytes, max_depth: int, max_line: int) -> Any:
     """import_worker._plain_message on a line in the middle of a file, as the worker reads it."""
-    from sessions_app import import_worker
+    from sessions_app.store.importing import worker
 
     data = b'{"before":[[1]]}\n' + line + b'\n{"after":[{}]}'
     start = data.index(line)
-    return import_worker._plain_message(data, memoryview(data), start, start + len(line), max_depth, max_line)
+    return worker._plain_message(data, memoryview(data), start, start + len(line), max_depth, max_line)
 
 
 @pytest.mark.parametrize(
@@ -436,7 +438,7 @@ def _plain_in_place(line: bytes, max_depth: int, max_line: int) -> Any:
     ],
 )
 def test_the_fast_message_check_accepts_only_what_validate_entry_accepts(mutate):
-    from sessions_app import piformat
+    from sessions_app.core import piformat
 
     entry = {
         "type": "message", "id": "a1b2c3d4", "parentId": None, "timestamp": "2026-01-01T00:00:00.000Z",

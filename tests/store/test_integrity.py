@@ -11,9 +11,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
-from sessions_app import services
-from sessions_app.integrity import session_verify
 from sessions_app.models import Entry, Session
+from sessions_app.store import services
+from sessions_app.store.integrity import session_verify
 
 pytestmark = pytest.mark.django_db
 

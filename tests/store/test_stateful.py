@@ -23,11 +23,12 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from sessions_app import piformat, selectors, services
-from sessions_app.context import build_session_context
+from sessions_app.core import piformat
+from sessions_app.core.context import build_session_context
+from sessions_app.core.tree import node_from_entry, session_name
 from sessions_app.errors import SessionConflict
 from sessions_app.models import Session
-from sessions_app.tree import node_from_entry, session_name
+from sessions_app.store import selectors, services
 from tests.store.helpers import assert_tree, export_bytes, objects
 
 pytestmark = pytest.mark.django_db

@@ -9,8 +9,8 @@ import orjson
 import pytest
 from django.core.cache import cache
 
-from sessions_app import selectors, services, tree_nodes
 from sessions_app.models import Entry, Session
+from sessions_app.store import selectors, services, tree_nodes
 from tests.store.helpers import assistant, user
 
 pytestmark = pytest.mark.django_db

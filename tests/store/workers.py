@@ -41,8 +41,8 @@ def writer(barrier: Any, session_pk: int, seed: int, ops: int, start_ids: list[s
     from django.contrib.auth.models import User
     from django.db import connection
 
-    from sessions_app import services
     from sessions_app.models import Session
+    from sessions_app.store import services
 
     rng = random.Random(seed)
     report = _report()
@@ -107,7 +107,8 @@ def importer(barrier: Any, owner_pk: int, path: str, seed: int, rounds: int) -> 
     from django.contrib.auth.models import User
     from django.db import connection
 
-    from sessions_app import jsjson, services
+    from sessions_app.core import jsjson
+    from sessions_app.store import services
 
     report = _report()
     try:
@@ -151,7 +152,7 @@ def first_importer(barrier: Any, owner_pk: int, data: bytes) -> dict[str, Any]:
     from django.contrib.auth.models import User
     from django.db import connection
 
-    from sessions_app import services
+    from sessions_app.store import services
 
     report = _report()
     try:

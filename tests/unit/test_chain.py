@@ -7,7 +7,7 @@ import hmac
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sessions_app import chain
+from sessions_app.core import chain
 
 
 @given(key=st.binary(max_size=200), parts=st.lists(st.binary(max_size=300), max_size=4))
@@ -34,7 +34,7 @@ def test_entry_hash_covers_parent_place_id_and_line():
     parents=st.lists(st.integers(min_value=-1, max_value=8), min_size=8, max_size=8),
 )
 def test_hash_rows_is_entry_chain_hash_and_session_digest_row_after_row(key, lines, parents):
-    from sessions_app.entry_insert import COLUMNS
+    from sessions_app.store.entry_insert import COLUMNS
 
     stored = {"old": chain.entry_chain_hash(key, None, 1, "old", b"{}")}  # an entry of an earlier batch
     ids = [f"e{i}" for i in range(len(lines))]

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from sessions_app import compaction as c
-from sessions_app import piformat
-from sessions_app.tree import Node, index, node_from_entry
+from sessions_app.core import compaction as c
+from sessions_app.core import piformat
+from sessions_app.core.tree import Node, index, node_from_entry
 
 FIXTURE = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "pi" / "large-session.jsonl"
 

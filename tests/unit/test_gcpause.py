@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from sessions_app import gcpause
+from sessions_app.store.importing import gcpause
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessions_app import jsjson
+from sessions_app.core import jsjson
 
 CASES = {
     5.0: "5",

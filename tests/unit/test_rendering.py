@@ -4,39 +4,39 @@ from __future__ import annotations
 
 import json
 
-from sessions_app import rendering
+from sessions_app.render import markup
 from tests.xss import ALL, assert_no_live_payload
 
 
 def test_markdown_renders_and_raw_html_stays_text():
-    html = rendering.markdown("**bold** <b>raw</b>\n\n```python\nx = 1\n```")
+    html = markup.markdown("**bold** <b>raw</b>\n\n```python\nx = 1\n```")
     assert "<strong>bold</strong>" in html
     assert "&lt;b&gt;raw&lt;/b&gt;" in html
     assert 'class="hl"' in html and "<span" in html
 
 
 def test_no_payload_survives_markdown():
-    assert_no_live_payload(rendering.markdown(ALL))
-    html = rendering.markdown("[x](javascript:alert(1)) [y](https://ok.example)")
+    assert_no_live_payload(markup.markdown(ALL))
+    html = markup.markdown("[x](javascript:alert(1)) [y](https://ok.example)")
     assert 'href="javascript:' not in html and 'href="https://ok.example"' in html
 
 
 def test_sanitize_drops_handlers_and_scripts():
-    html = rendering.sanitize('<p onclick="x()">a<script>alert(1)</script><a href="javascript:x">b</a></p>')
+    html = markup.sanitize('<p onclick="x()">a<script>alert(1)</script><a href="javascript:x">b</a></p>')
     assert "onclick" not in html and "<script" not in html and "javascript:" not in html
 
 
 def test_unknown_languages_and_plain_code_are_escaped():
-    assert "&lt;x&gt;" in rendering.code("<x>", "no-such-language")
-    assert "&lt;x&gt;" in rendering.markdown("```no-such-language\n<x>\n```")
+    assert "&lt;x&gt;" in markup.code("<x>", "no-such-language")
+    assert "&lt;x&gt;" in markup.markdown("```no-such-language\n<x>\n```")
 
 
 def test_long_output_is_truncated_unless_full():
     text = "\n".join(f"line {k}" for k in range(100))
-    short = rendering.output_block(text)
+    short = markup.output_block(text)
     assert short.truncated and "line 39" in short.text and "line 40" not in short.text
-    assert not rendering.output_block(text, full=True).truncated
-    assert rendering.output_block("x" * 5000).text == "x" * rendering.TRUNCATE_CHARS
+    assert not markup.output_block(text, full=True).truncated
+    assert markup.output_block("x" * 5000).text == "x" * markup.TRUNCATE_CHARS
 
 
 def entry(kind: str, **fields) -> str:
@@ -51,33 +51,31 @@ def test_entries_become_blocks():
     ]
     message = {"role": "assistant", "provider": "anthropic", "model": "m", "stopReason": "toolUse", "content": content}
     assistant = entry("message", message=message)
-    shown = rendering.shown_entry(assistant, "e1")
+    shown = markup.shown_entry(assistant, "e1")
     assert shown.kind == "assistant" and shown.meta == "anthropic/m"
     assert [b.kind for b in shown.blocks] == ["thinking", "text", "tool_call"]
     assert shown.blocks[2].text == "a.py"
-    result = rendering.shown_entry(
+    result = markup.shown_entry(
         entry("message", message={"role": "toolResult", "toolCallId": "c1", "toolName": "read", "content": "body"}),
         "e2",
     )
-    joined = rendering.attach_results([shown, result])
+    joined = markup.attach_results([shown, result])
     assert len(joined) == 1 and shown.blocks[2].result is not None and shown.blocks[2].result.text == "body"
-    assert rendering.shown_entry(entry("compaction", summary="s", tokensBefore=12345), "c").title == (
+    assert markup.shown_entry(entry("compaction", summary="s", tokensBefore=12345), "c").title == (
         "Compacted from 12,345 tokens"
     )
-    assert rendering.shown_entry(entry("model_change", provider="p", modelId="m"), "m").kind == "marker"
-    assert (
-        rendering.shown_entry(entry("custom_message", customType="t", content="x", display=False), "x").kind == "hidden"
-    )
+    assert markup.shown_entry(entry("model_change", provider="p", modelId="m"), "m").kind == "marker"
+    assert markup.shown_entry(entry("custom_message", customType="t", content="x", display=False), "x").kind == "hidden"
     error = entry(
         "message", message={"role": "assistant", "stopReason": "error", "errorMessage": "boom", "content": []}
     )
-    assert rendering.shown_entry(error, "e").note == "Error: boom"
+    assert markup.shown_entry(error, "e").note == "Error: boom"
 
 
 def test_only_safe_raster_images_are_served():
     png = {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}
     svg = {"type": "image", "mimeType": "image/svg+xml", "data": "PHN2Zz4="}
     raw = entry("message", message={"role": "user", "content": [png, svg]})
-    assert rendering.image_block(raw, 0) == ("image/png", "iVBORw0KGgo=")
-    assert rendering.image_block(raw, 1) is None
-    assert rendering.image_block(raw, 5) is None
+    assert markup.image_block(raw, 0) == ("image/png", "iVBORw0KGgo=")
+    assert markup.image_block(raw, 1) is None
+    assert markup.image_block(raw, 5) is None

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from sessions_app import explorer
-from sessions_app.tree import TEXTLESS_PREFIX, _one_line, row_text
+from sessions_app.core.tree import TEXTLESS_PREFIX, _one_line, row_text
+from sessions_app.store import explorer
 
 
 def reply(content: Any, stop: str | None = "stop", **extra: Any) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import unittest
 from collections.abc import Iterable
 from typing import Any
 
-from sessions_app import treeview as tv
+from sessions_app.core import treeview as tv
 
 
 def row(

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from sessions_app import services
 from sessions_app.models import Session
+from sessions_app.store import services
 
 
 def user(text: str, ts: int) -> dict[str, Any]:

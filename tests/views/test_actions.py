@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from sessions_app import selectors
 from sessions_app.models import Session
+from sessions_app.store import selectors
 from tests.views.conftest import Tree, detail
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,7 @@ from django.contrib.auth.models import User
 from django.contrib.sessions.models import Session as DjangoSession
 from django.test import Client
 
-from sessions_app import revoke
+from sessions_app.access import revoke
 from sessions_app.models import AuditRecord
 
 pytestmark = pytest.mark.django_db

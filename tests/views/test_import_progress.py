@@ -14,8 +14,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connections
 from django.test import Client
 
-from sessions_app import import_jobs, teams
+from sessions_app.access import teams
 from sessions_app.models import Session
+from sessions_app.store.importing import background
 from tests.xss import jsonl
 
 pytestmark = pytest.mark.django_db
@@ -40,10 +41,10 @@ def inline(settings):
 
 
 def test_a_running_job_polls_and_shows_how_far_it_is(htmx_client, alice):
-    job: import_jobs.Job = {
+    job: background.Job = {
         "id": "j1", "user": alice.pk, "name": "a <b>.jsonl", "total": 4_000_000, "done": 1_000_000, "state": "running"
     }  # fmt: skip
-    import_jobs._put(job)
+    background._put(job)
     html = htmx_client.get("/import/j1/").content.decode()
     assert 'hx-trigger="every 300ms"' in html and 'hx-get="/import/j1/"' in html
     assert 'value="1000000"' in html and 'max="4000000"' in html and "25%" in html
@@ -52,13 +53,13 @@ def test_a_running_job_polls_and_shows_how_far_it_is(htmx_client, alice):
 
 def test_a_background_import_reports_progress_and_its_result(htmx_client, alice, inline, monkeypatch, generated):
     seen: list[tuple[str, int, int]] = []
-    real = import_jobs._put
+    real = background._put
 
-    def spy(job: import_jobs.Job) -> None:
+    def spy(job: background.Job) -> None:
         seen.append((job["state"], job["done"], job["total"]))
         real(job)
 
-    monkeypatch.setattr(import_jobs, "_put", spy)
+    monkeypatch.setattr(background, "_put", spy)
     data = generated(2500, seed=5)  # a few MiB: the service reports progress on the way
     r = htmx_client.post("/import/", {"files": [SimpleUploadedFile("big.jsonl", data)], "background": "1"})
     assert r.status_code == 202

@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth.models import Group, Permission
 from django.test import Client
 
-from sessions_app.audit import AUDITORS_GROUP
+from sessions_app.access.audit import AUDITORS_GROUP
 
 pytestmark = pytest.mark.django_db
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sessions_app import services
+from sessions_app.store import services
 from tests.views.conftest import detail
 
 pytestmark = pytest.mark.django_db

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from sessions_app import services
 from sessions_app.models import Session
+from sessions_app.store import services
 from tests.xss import jsonl
 
 pytestmark = pytest.mark.django_db

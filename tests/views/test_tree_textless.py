@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from sessions_app import services
+from sessions_app.store import services
 from tests.views.conftest import assistant, user
 
 pytestmark = pytest.mark.django_db

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sessions_app import services
 from sessions_app.models import Entry
+from sessions_app.store import services
 from tests.conftest import BASELINE_SRC, FIXTURES
 from tests.views.conftest import detail
 from tests.xss import ALL, assert_no_live_payload, hostile_payloads, jsonl

@@ -5,7 +5,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError
 
-from sessions_app.revoke import user_deactivate
+from sessions_app.access.revoke import user_deactivate
 
 
 class Command(BaseCommand):

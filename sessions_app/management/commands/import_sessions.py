@@ -7,8 +7,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from sessions_app import services
 from sessions_app.errors import SessionsError
+from sessions_app.store import services
 
 
 def session_files(paths: list[str]) -> list[Path]:

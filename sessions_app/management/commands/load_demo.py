@@ -5,8 +5,8 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from sessions_app.demo import demo_sessions_create
 from sessions_app.models import Session
+from sessions_app.store.demo import demo_sessions_create
 
 
 class Command(BaseCommand):

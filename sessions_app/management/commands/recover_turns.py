@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from sessions_app import streaming
+from sessions_app.live import streaming
 
 
 class Command(BaseCommand):

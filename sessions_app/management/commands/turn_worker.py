@@ -7,7 +7,8 @@ from typing import Any
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
-from sessions_app import events, streaming
+from sessions_app import events
+from sessions_app.live import streaming
 
 
 class Command(BaseCommand):

@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from sessions_app.audit import audit_verify
+from sessions_app.access.audit import audit_verify
 
 
 class Command(BaseCommand):

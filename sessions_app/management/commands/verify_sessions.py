@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from sessions_app.integrity import sessions_verify
+from sessions_app.store.integrity import sessions_verify
 
 
 class Command(BaseCommand):

@@ -1,0 +1,108 @@
+"""API tokens: `Authorization: Bearer <token>`. Only a SHA-256 of each token is stored."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import timedelta
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db.models import Q
+from django.http import HttpRequest
+from django.utils import timezone
+from ninja.security import HttpBearer
+
+from sessions_app.access import audit
+from sessions_app.errors import SessionsError
+from sessions_app.models import ApiToken
+
+TOKEN_PREFIX = "piweb_"
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+SCOPES = ("read", "write")
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+
+
+class TokenScopeError(SessionsError):
+    status = 403
+
+    def __init__(self, message: str = "This token is read-only", **extra: Any) -> None:
+        super().__init__(message, **extra)
+
+
+def api_token_create(
+    *, user: User, name: str = "", scope: str = "write", expires_days: int | None = None
+) -> tuple[ApiToken, str]:
+    """A new token for user; the plain token is returned once and never stored."""
+    if scope not in SCOPES:
+        raise SessionsError(f"scope must be one of {', '.join(SCOPES)}", field="scope")
+    if expires_days is not None and expires_days < 1:
+        raise SessionsError("expires_days must be at least 1", field="expires_days")
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    expires_at = timezone.now() + timedelta(days=expires_days) if expires_days else None
+    record = ApiToken.objects.create(
+        user=user, name=name, prefix=token[:12], key_hash=_digest(token), scope=scope, expires_at=expires_at
+    )
+    audit.audit_record(
+        action="token.create",
+        actor=user,
+        obj_type="api_token",
+        obj_id=record.prefix,
+        after={"name": name, "scope": scope, "expires_at": expires_at.isoformat() if expires_at else None},
+    )
+    return record, token
+
+
+def api_token_revoke(*, user: User, prefix: str) -> ApiToken:
+    """Revoke one of the user's own tokens (by its shown prefix); revoking twice is a no-op."""
+    record = ApiToken.objects.filter(user=user, prefix=prefix).first()
+    if record is None:
+        raise SessionsError("Token not found", field="prefix")
+    if record.revoked_at is None:
+        record.revoked_at = timezone.now()
+        record.save(update_fields=["revoked_at"])
+        audit.audit_record(action="token.revoke", actor=user, obj_type="api_token", obj_id=record.prefix)
+    return record
+
+
+def api_token_list(*, user: User) -> list[ApiToken]:
+    return list(ApiToken.objects.filter(user=user).order_by("-created_at", "-pk"))
+
+
+def api_token_record(token: str) -> ApiToken | None:
+    """The live record for a presented token: not revoked, not expired, its user active."""
+    now = timezone.now()
+    record = (
+        ApiToken.objects.select_related("user")
+        .filter(key_hash=_digest(token), revoked_at__isnull=True, user__is_active=True)
+        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+        .first()
+    )
+    if record is None:
+        return None
+    if record.last_used_at is None or (now - record.last_used_at).total_seconds() > 60:
+        ApiToken.objects.filter(pk=record.pk).update(last_used_at=now)
+    return record
+
+
+def api_token_user(token: str) -> User | None:
+    record = api_token_record(token)
+    return record.user if record is not None else None
+
+
+class BearerToken(HttpBearer):
+    """Bearer auth: the token must be live; a read-scoped one may only GET (403 otherwise)."""
+
+    def authenticate(self, request: HttpRequest, token: str) -> User | None:
+        record = api_token_record(token)
+        if record is None:
+            return None
+        if record.scope != "write" and request.method not in SAFE_METHODS:
+            raise TokenScopeError(scope=record.scope)
+        request.user = record.user
+        return record.user

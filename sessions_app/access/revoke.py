@@ -1,0 +1,99 @@
+"""Taking access away from live connections.
+
+Access is checked on every request, so a removed member or a deactivated user is refused from
+their next one. What stays open is websockets: each SessionConsumer joins a group per user
+(user_group) as well as its session's group; an "access.recheck" event on either makes it check
+access again (AccessRecheck, mixed into the consumer) and close if it is gone. Deactivation also
+deletes the user's Django sessions so that every browser is signed out at once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypedDict
+
+from asgiref.sync import async_to_sync
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.contrib.auth.models import User
+from django.contrib.sessions.models import Session as DjangoSession
+from django.db import transaction
+
+from sessions_app import events
+from sessions_app.access import audit, permissions
+from sessions_app.models import Session
+
+log = logging.getLogger(__name__)
+
+
+class AccessRecheckEvent(TypedDict):
+    type: str  # "access.recheck"
+
+
+def user_group(user_id: int) -> str:
+    return f"user.{user_id}"
+
+
+def _send(group: str) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    event: AccessRecheckEvent = {"type": "access.recheck"}
+    try:
+        async_to_sync(layer.group_send)(group, dict(event))
+    except Exception:  # the write has committed; a lost notice only leaves a read-only socket open
+        log.exception("publishing permissions.recheck to %s failed", group)
+
+
+def user_revoked_publish(*, user_id: int, team_id: int | None = None) -> None:
+    """After commit: the user's open websockets recheck access (team_id only documents why)."""
+    transaction.on_commit(lambda: _send(user_group(user_id)))
+
+
+def session_access_changed_publish(*, session: Session) -> None:
+    """After commit: everyone watching the session rechecks access (it moved to another team)."""
+    group = events.group_name(session.pk)
+    transaction.on_commit(lambda: _send(group))
+
+
+def django_sessions_delete(*, user: User) -> int:
+    """Sign the user out everywhere (database session backend): returns how many were deleted."""
+    doomed = []
+    for row in DjangoSession.objects.all().iterator(chunk_size=500):
+        if str(row.get_decoded().get("_auth_user_id")) == str(user.pk):
+            doomed.append(row.pk)
+    DjangoSession.objects.filter(pk__in=doomed).delete()
+    return len(doomed)
+
+
+@transaction.atomic
+def user_deactivate(*, user: User, actor: User | None = None) -> None:
+    """Deactivate a user: no sign-in, no tokens (auth checks is_active), no Django sessions, and
+    their open websockets close."""
+    User.objects.filter(pk=user.pk).update(is_active=False)
+    user.is_active = False
+    django_sessions_delete(user=user)
+    audit.audit_record(action="user.deactivate", actor=actor, obj_type="user", obj_id=user.username)
+    user_revoked_publish(user_id=user.pk)
+
+
+class AccessRecheck:
+    """Consumer mixin: on "access.recheck", close the socket if its user lost access."""
+
+    scope: dict[str, Any]
+    public_id: str
+    close: Callable[..., Awaitable[None]]  # the consumer's (annotation only: must not shadow it)
+
+    async def access_recheck(self, event: AccessRecheckEvent) -> None:
+        user = self.scope.get("user")
+        if user is None or not await database_sync_to_async(_still_allowed)(user.pk, self.public_id):
+            await self.close()
+
+
+def _still_allowed(user_id: int, public_id: str) -> bool:
+    user = User.objects.filter(pk=user_id).first()
+    session = Session.objects.filter(public_id=public_id).first()
+    if user is None or session is None:
+        return False
+    return permissions.session_access(user, session) is not None

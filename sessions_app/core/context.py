@@ -1,0 +1,177 @@
+"""LLM context from a path of entries, exactly as pi's buildSessionContext. Pure: no Django.
+
+Two entry points share one emission routine:
+- :func:`build_session_context` takes a whole session (file order) and a leaf, like pi;
+- :func:`context_from_path` takes only the tail of the path that can emit messages (from the last
+  compaction's first kept entry to the leaf) plus the model and thinking level already resolved for
+  the leaf. The database keeps those two per entry, so a context costs what the context holds, not
+  what the session holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sessions_app.core import jsjson
+from sessions_app.core.tree import Node, parse_timestamp_ms
+
+
+@dataclass(frozen=True, slots=True)
+class PathState:
+    """What a path has set by the time it reaches an entry."""
+
+    thinking_level: Any = "off"
+    model: Mapping[str, Any] | None = None
+    compaction_id: str | None = None  # last compaction on the path, the entry itself included
+
+
+StateJson = tuple[PathState, str, str | None]  # the state (kept alive), thinking level and model as JSON
+
+
+def state_json(cache: dict[int, StateJson], state: PathState) -> StateJson:
+    """A path state's stored columns, serialised once per state: states are shared along a path."""
+    cached = cache.get(id(state))
+    if cached is None:
+        model = state.model
+        cached = (state, jsjson.dumps(state.thinking_level), jsjson.dumps(model) if model is not None else None)
+        cache[id(state)] = cached
+    return cached
+
+
+def advance(state: PathState, node: Node) -> PathState:
+    """State after node, given the state at its parent (the scan of step 4 in pi)."""
+    return advance_entry(state, node.type, node.id, node.data)
+
+
+def advance_entry(state: PathState, kind: str, entry_id: str, data: Mapping[str, Any]) -> PathState:
+    """advance() for an entry not wrapped in a Node (the import worker's loop)."""
+    if kind == "message":
+        message = data.get("message")
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            return _with_model(state, _model(message, "provider", "model"))
+        return state
+    if kind == "thinking_level_change":
+        return PathState(data.get("thinkingLevel"), state.model, state.compaction_id)
+    if kind == "model_change":
+        return _with_model(state, _model(data, "provider", "modelId"))
+    if kind == "compaction":
+        return PathState(state.thinking_level, state.model, entry_id)
+    return state
+
+
+def _with_model(state: PathState, model: dict[str, Any]) -> PathState:
+    # Most assistant messages repeat the model in force: keep sharing the same state object.
+    return state if model == state.model else PathState(state.thinking_level, model, state.compaction_id)
+
+
+def _model(source: Mapping[str, Any], provider_key: str, model_key: str) -> dict[str, Any]:
+    # JSON.stringify drops undefined members, so absent fields stay absent.
+    model: dict[str, Any] = {}
+    if provider_key in source:
+        model["provider"] = source[provider_key]
+    if model_key in source:
+        model["modelId"] = source[model_key]
+    return model
+
+
+def _timestamp(entry: Mapping[str, Any]) -> int | None:
+    return parse_timestamp_ms(entry.get("timestamp"))  # None stands for JS NaN, written as null
+
+
+def entry_message(node: Node) -> dict[str, Any] | None:
+    """The message an entry contributes to the context, if any (pi's appendMessage)."""
+    data = node.data
+    if node.type == "message":
+        message = data.get("message")
+        return message if isinstance(message, dict) else None
+    if node.type == "custom_message":
+        msg: dict[str, Any] = {
+            "role": "custom",
+            "customType": data.get("customType"),
+            "content": data.get("content"),
+            "display": data.get("display"),
+        }
+        if "details" in data:
+            msg["details"] = data["details"]
+        msg["timestamp"] = _timestamp(data)
+        return msg
+    if node.type == "branch_summary" and data.get("summary"):
+        return {
+            "role": "branchSummary",
+            "summary": data["summary"],
+            "fromId": data.get("fromId"),
+            "timestamp": _timestamp(data),
+        }
+    return None
+
+
+def compaction_message(node: Node) -> dict[str, Any]:
+    data = node.data
+    return {
+        "role": "compactionSummary",
+        "summary": data.get("summary"),
+        "tokensBefore": data.get("tokensBefore"),
+        "timestamp": _timestamp(data),
+    }
+
+
+def context_from_path(
+    path: Sequence[Node], *, thinking_level: Any = "off", model: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Context for the leaf at the end of path. path must reach back at least to the first kept
+    entry of the last compaction on it (or to the root when there is no compaction)."""
+    compaction_index = -1
+    for i in range(len(path) - 1, -1, -1):
+        if path[i].type == "compaction":
+            compaction_index = i
+            break
+    messages: list[dict[str, Any]] = []
+
+    def emit(node: Node) -> None:
+        message = entry_message(node)
+        if message is not None:
+            messages.append(message)
+
+    if compaction_index < 0:
+        for node in path:
+            emit(node)
+    else:
+        compaction = path[compaction_index]
+        messages.append(compaction_message(compaction))
+        first_kept = compaction.data.get("firstKeptEntryId")
+        found = False
+        for node in path[:compaction_index]:
+            if node.id == first_kept:
+                found = True
+            if found:
+                emit(node)
+        for node in path[compaction_index + 1 :]:
+            emit(node)
+    return {"messages": messages, "thinkingLevel": thinking_level, "model": model}
+
+
+def build_session_context(nodes: Sequence[Node], leaf_id: str | None = None) -> dict[str, Any]:
+    """pi's buildSessionContext(entries, leafId) over a whole session in file order.
+
+    leaf_id None means "the last entry", as when pi is called without a leaf.
+    """
+    by_id = {n.id: n for n in nodes}
+    leaf = by_id.get(leaf_id) if leaf_id is not None else None
+    if leaf is None:
+        leaf = nodes[-1] if nodes else None
+    if leaf is None:
+        return {"messages": [], "thinkingLevel": "off", "model": None}
+    path: list[Node] = []
+    seen: set[str] = set()
+    current: Node | None = leaf
+    while current is not None and current.id not in seen:
+        seen.add(current.id)
+        path.append(current)
+        current = by_id.get(current.parent_id) if current.parent_id else None
+    path.reverse()
+    state = PathState()
+    for node in path:
+        state = advance(state, node)
+    return context_from_path(path, thinking_level=state.thinking_level, model=state.model)

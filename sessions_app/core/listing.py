@@ -1,0 +1,58 @@
+"""The session-listing fields pi shows (name, message count, first message, modified), kept up
+to date one entry at a time. Pure: used on Session rows and by the import worker alike."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sessions_app.core.tree import js_trim, message_text, parse_timestamp_ms
+
+
+class Listed(Protocol):
+    name: str
+    message_count: int
+    first_message: str
+    modified_ms: int
+
+
+@dataclass(slots=True)
+class Listing:
+    name: str = ""
+    message_count: int = 0
+    first_message: str = ""
+    modified_ms: int = 0
+
+
+def storable(text: str) -> str:
+    """text with unpaired UTF-16 surrogates as U+FFFD. JSON may hold them ("\\ud800", which
+    JSON.stringify writes for a string cut inside a pair); UTF-8 databases refuse them."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def update_listing(listed: Listed, data: Mapping[str, Any]) -> None:
+    kind = data["type"]
+    if kind == "session_info":
+        # pi lists the latest session_info's name: an empty or missing one clears it.
+        name = data.get("name")
+        listed.name = storable(js_trim(name)) if isinstance(name, str) else ""
+    elif kind == "message":
+        message = data["message"]
+        listed.message_count += 1
+        role = message.get("role")
+        if role in ("user", "assistant"):
+            ts = message.get("timestamp")
+            ms = (
+                ts
+                if isinstance(ts, int | float) and not isinstance(ts, bool)
+                else parse_timestamp_ms(data["timestamp"])
+            )
+            if ms and ms > listed.modified_ms:
+                listed.modified_ms = int(ms)
+        if role == "user" and not listed.first_message:
+            listed.first_message = storable(message_text(message))

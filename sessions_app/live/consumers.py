@@ -1,0 +1,185 @@
+"""SessionConsumer: one websocket per open session page. Push-only and thin (STYLE 3.6).
+
+connect: authenticate and check access (session_get_for_user), join the session's group, accept,
+then send the snapshot: the chat log for the leaf path, the live state (seq, leaf), every reply still
+streaming with the text so far, and who is viewing. Events that queued up meanwhile and are already
+in the snapshot are dropped: entries at or below the snapshot's seq, deltas at or below each turn's
+index in the snapshot (the runner's live state, streaming.live_get, else the row). After that it
+only forwards events as htmx out-of-band fragments (chat_frames); streamed output and presence
+arrive already rendered, so forwarding them is one socket write.
+
+With the in-memory layer the runner hands turn starts and deltas to this process's consumers
+directly (events.hub -> :meth:`SessionConsumer.hub_deliver`); a consumer joins the hub before reading
+its snapshot and buffers what it is handed until the snapshot has gone out.
+Commands never come through here: they are CSRF-protected POSTs (chat_views).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.contrib.auth.models import User
+
+from sessions_app import events
+from sessions_app.access import revoke
+from sessions_app.errors import SessionsError
+from sessions_app.live import presence, streaming
+from sessions_app.models import Session
+from sessions_app.render import frames
+from sessions_app.store import selectors
+
+
+class SessionConsumer(revoke.AccessRecheck, AsyncWebsocketConsumer):  # type: ignore[misc]
+    session_pk: int = 0
+    group: str = ""
+    user_group: str = ""
+    in_hub: bool = False
+    ready: bool = False  # the snapshot went out: hub events are forwarded, not buffered
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close()
+            return
+        try:
+            session = await database_sync_to_async(selectors.session_get_for_user)(
+                user=user, public_id=self.scope["url_route"]["kwargs"]["public_id"]
+            )
+        except SessionsError:  # SessionNotFound, or SessionForbidden for a read-less role
+            await self.close()
+            return
+        self.session_pk = session.pk
+        self.public_id = session.public_id
+        self.group = events.group_name(session.pk)
+        # Join before reading the snapshot: whatever happens after the read arrives as an event.
+        self.turn_index: dict[str, int] = {}
+        self.pending: list[events.TurnStartEvent | events.DeltaEvent] = []
+        if events.uses_hub():
+            events.hub.join(self.group, self)
+            self.in_hub = True
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        # Access taken away (member removed, user deactivated) arrives on the user's group.
+        self.user_group = revoke.user_group(user.pk)
+        await self.channel_layer.group_add(self.user_group, self.channel_name)
+        await self.accept()
+        session, turns, viewers = await database_sync_to_async(self._snapshot)(user)
+        self.snapshot_seq = session.last_seq
+        # The runner's live state is at least as new as the last delta published (the row lags).
+        live = await streaming.live_get([str(t.public_id) for t in turns])
+        for t in turns:
+            index, partial = live.get(str(t.public_id), (-1, None))
+            if index > t.last_index:
+                t.last_index, t.partial = index, partial
+        self.turn_index = {str(t.public_id): t.last_index for t in turns}
+        await self.send(
+            text_data=await database_sync_to_async(frames.snapshot)(session=session, turns=turns, viewers=viewers)
+        )
+        while self.pending:  # handed over by the hub while the snapshot was being built
+            await self._forward(self.pending.pop(0))
+        self.ready = True
+        await self.channel_layer.group_send(self.group, self._presence_event(session.public_id, viewers))
+        streaming.ensure_janitor()
+
+    async def hub_deliver(self, event: events.TurnStartEvent | events.DeltaEvent) -> None:
+        if self.ready:
+            await self._forward(event)
+        else:
+            self.pending.append(event)
+
+    async def _forward(self, event: events.TurnStartEvent | events.DeltaEvent) -> None:
+        if event["type"] == "session.delta":
+            await self.session_delta(event)
+        else:
+            await self.session_turn_start(event)
+
+    def _leave_hub(self) -> None:
+        if self.in_hub:
+            events.hub.leave(self.group, self)
+            self.in_hub = False
+
+    async def close(self, code: int | bool | None = None, reason: str | None = None) -> None:
+        self._leave_hub()  # nothing more reaches a socket being closed (access taken away, deleted)
+        await super().close(code, reason)
+
+    def _snapshot(self, user: User) -> tuple[Session, list[Any], list[str]]:
+        session = Session.objects.get(pk=self.session_pk)
+        streaming.recover_stale_turns(session=session)
+        session.refresh_from_db()
+        turns = streaming.active_turns(session)
+        viewers = presence.join(session=session, user=user, channel_name=self.channel_name)
+        return session, turns, viewers
+
+    @staticmethod
+    def _presence_event(public_id: str, viewers: list[str]) -> events.PresenceEvent:
+        return {
+            "type": "session.presence",
+            "session": public_id,
+            "viewers": viewers,
+            "html": frames.presence(viewers),
+        }
+
+    async def disconnect(self, code: int) -> None:
+        self._leave_hub()
+        if not self.session_pk:
+            return
+        await self.channel_layer.group_discard(self.group, self.channel_name)
+        await self.channel_layer.group_discard(self.user_group, self.channel_name)
+        viewers = await database_sync_to_async(presence.leave)(
+            session_pk=self.session_pk, channel_name=self.channel_name
+        )
+        await self.channel_layer.group_send(self.group, self._presence_event(self.public_id, viewers))
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        """Push-only: htmx's ws extension may send form data; commands go through POST instead."""
+
+    def _since(self) -> int | None:
+        values = parse_qs(self.scope.get("query_string", b"").decode()).get("seq")
+        return int(values[0]) if values and values[0].isdigit() else None
+
+    async def _session(self) -> Session | None:
+        return await Session.objects.filter(pk=self.session_pk, deleting=False).afirst()
+
+    # --- events ---------------------------------------------------------------------------------
+
+    async def session_entry(self, event: events.EntryEvent) -> None:
+        if event["seq"] <= self.snapshot_seq:
+            return
+        needs_log = event["leaf_id"] == event["entry_id"] and event["parent_id"] != event["prev_leaf_id"]
+        session = await self._session() if needs_log else None
+        html = await database_sync_to_async(frames.entry)(event, session) if needs_log else frames.entry(event)
+        await self.send(text_data=html)
+
+    async def session_leaf(self, event: events.LeafEvent) -> None:
+        session = await self._session()
+        await self.send(text_data=await database_sync_to_async(frames.leaf)(event, session))
+
+    async def session_changed(self, event: events.ChangedEvent) -> None:
+        if event["reason"] == "deleted":
+            await self.send(text_data=frames.deleted())
+            await self.close()
+            return
+        session = await self._session()
+        await self.send(text_data=await database_sync_to_async(frames.leaf)(event, session))
+
+    async def session_turn_start(self, event: events.TurnStartEvent) -> None:
+        if event["turn"] in self.turn_index:
+            return
+        self.turn_index[event["turn"]] = 0
+        await self.send(text_data=event["html"])
+
+    async def session_delta(self, event: events.DeltaEvent) -> None:
+        seen = self.turn_index.get(event["turn"])
+        if seen is not None and event["index"] <= seen:
+            return
+        self.turn_index[event["turn"]] = event["index"]
+        await self.send(text_data=event["html"])
+
+    async def session_stream_end(self, event: events.StreamEndEvent) -> None:
+        self.turn_index.pop(event["turn"], None)
+        await self.send(text_data=frames.stream_end(event))
+
+    async def session_presence(self, event: events.PresenceEvent) -> None:
+        await self.send(text_data=event.get("html") or frames.presence(event["viewers"]))

@@ -1,0 +1,347 @@
+"""Session text to safe HTML: markdown (markdown-it-py, raw HTML off), nh3 sanitising, pygments.
+
+Every string that comes from a session reaches a template either through Django's autoescaping or
+through ``markdown()`` here, which escapes raw HTML and then sanitises the result with nh3.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import nh3
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+from markdown_it import MarkdownIt
+from pygments import highlight as pyg_highlight  # type: ignore[import-untyped]
+from pygments.formatters import HtmlFormatter  # type: ignore[import-untyped]
+from pygments.lexers import get_lexer_by_name  # type: ignore[import-untyped]
+from pygments.util import ClassNotFound  # type: ignore[import-untyped]
+
+from sessions_app.core import jsjson
+
+TRUNCATE_CHARS = 2000
+TRUNCATE_LINES = 40
+MAX_HIGHLIGHT = 20_000  # longer code is shown plain (pygments is slow on huge inputs)
+
+_FORMATTER = HtmlFormatter(cssclass="hl", wrapcode=True)
+_TAGS = {
+    "a",
+    "b",
+    "blockquote",
+    "br",
+    "code",
+    "del",
+    "div",
+    "em",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "hr",
+    "i",
+    "li",
+    "ol",
+    "p",
+    "pre",
+    "s",
+    "span",
+    "strong",
+    "table",
+    "tbody",
+    "td",
+    "th",
+    "thead",
+    "tr",
+    "ul",
+}
+_ATTRS = {
+    "a": {"href", "title"},
+    "span": {"class"},
+    "div": {"class"},
+    "code": {"class"},
+    "th": {"style"},
+    "td": {"style"},
+}
+
+
+def _highlight(code: str, lang: str, _attrs: Any) -> str:
+    if not lang or len(code) > MAX_HIGHLIGHT:
+        return ""
+    try:
+        lexer = get_lexer_by_name(lang.split()[0])
+    except ClassNotFound:
+        return ""
+    return str(pyg_highlight(code, lexer, _FORMATTER))
+
+
+@lru_cache(maxsize=1)
+def _md() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    md.enable(["table", "strikethrough"])
+    md.options["highlight"] = _highlight
+    return md
+
+
+def sanitize(html: str) -> str:
+    return nh3.clean(
+        html,
+        tags=_TAGS,
+        attributes=_ATTRS,
+        url_schemes={"http", "https", "mailto"},
+        link_rel="noopener noreferrer nofollow",
+    )
+
+
+def markdown(text: str) -> SafeString:
+    """Markdown to sanitised HTML."""
+    return mark_safe(sanitize(_md().render(text)))
+
+
+def code(text: str, lang: str = "") -> SafeString:
+    highlighted = _highlight(text, lang, None) if lang else ""
+    if highlighted:
+        return mark_safe(sanitize(highlighted))
+    return mark_safe(f'<pre class="plain"><code>{escape(text)}</code></pre>')
+
+
+def pretty_json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def pygments_css() -> str:
+    light = HtmlFormatter(style="default").get_style_defs(".hl")
+    dark = HtmlFormatter(style="monokai").get_style_defs('[data-theme="dark"] .hl')
+    return f"{light}\n{dark}\n"
+
+
+# --- entries to display blocks -------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Block:
+    kind: str  # text, thinking, tool_call, image, output
+    html: SafeString | None = None
+    text: str = ""
+    name: str = ""
+    call_id: str = ""
+    truncated: bool = False
+    result: Block | None = None
+    is_error: bool = False
+    index: int = 0  # image index within the message
+
+
+@dataclass(slots=True)
+class Shown:
+    """One path entry ready for the conversation template."""
+
+    id: str
+    kind: str  # user, assistant, tool, bash, custom, compaction, branch_summary, marker, hidden
+    title: str = ""
+    blocks: list[Block] = field(default_factory=list)
+    meta: str = ""
+    note: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+def _truncate(text: str) -> tuple[str, bool]:
+    lines = text.split("\n")
+    if len(lines) > TRUNCATE_LINES:
+        text = "\n".join(lines[:TRUNCATE_LINES])
+        return text[:TRUNCATE_CHARS], True
+    if len(text) > TRUNCATE_CHARS:
+        return text[:TRUNCATE_CHARS], True
+    return text, False
+
+
+def output_block(content: Any, *, full: bool = False, is_error: bool = False) -> Block:
+    """A tool result's text (truncated unless full) and how many images it has."""
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        text = "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+    else:
+        text = ""
+    shown, cut = (text, False) if full else _truncate(text)
+    return Block(kind="output", text=shown, truncated=cut, is_error=is_error)
+
+
+def _images(content: Any) -> list[Block]:
+    if not isinstance(content, list):
+        return []
+    return [
+        Block(kind="image", index=i)
+        for i, b in enumerate(content)
+        if isinstance(b, dict) and b.get("type") == "image" and isinstance(b.get("data"), str)
+    ]
+
+
+def _content_blocks(content: Any) -> list[Block]:
+    if isinstance(content, str):
+        return [Block(kind="text", html=markdown(content))]
+    blocks: list[Block] = []
+    if not isinstance(content, list):
+        return blocks
+    for i, b in enumerate(content):
+        if not isinstance(b, dict):
+            continue
+        kind = b.get("type")
+        if kind == "text" and isinstance(b.get("text"), str):
+            if b["text"].strip():
+                blocks.append(Block(kind="text", html=markdown(b["text"])))
+        elif kind == "thinking" and isinstance(b.get("thinking"), str):
+            if b["thinking"].strip():
+                blocks.append(Block(kind="thinking", html=markdown(b["thinking"])))
+        elif kind == "toolCall":
+            args = b.get("arguments")
+            name = str(b.get("name", "tool"))
+            if name == "bash" and isinstance(args, dict) and isinstance(args.get("command"), str):
+                html = code(args["command"], "bash")
+            else:
+                html = code(pretty_json(args), "json")
+            summary = _call_summary(args)
+            blocks.append(Block(kind="tool_call", name=name, call_id=str(b.get("id", "")), html=html, text=summary))
+        elif kind == "image" and isinstance(b.get("data"), str):
+            blocks.append(Block(kind="image", index=i))
+    return blocks
+
+
+def _call_summary(args: Any) -> str:
+    if not isinstance(args, dict):
+        return ""
+    for key in ("command", "path", "file_path", "pattern", "query", "url"):
+        if isinstance(args.get(key), str):
+            return " ".join(args[key].split())
+    return ""
+
+
+def _model_of(message: dict[str, Any]) -> str:
+    provider, model = message.get("provider"), message.get("model")
+    return f"{provider}/{model}" if provider and model else str(model or "")
+
+
+def shown_entry(raw: str, entry_id: str) -> Shown:
+    """Turn one stored JSON line into what the conversation draws."""
+    data = jsjson.loads(raw)
+    kind = data.get("type")
+    if kind == "message":
+        message = data.get("message") if isinstance(data.get("message"), dict) else {}
+        role = message.get("role")
+        content = message.get("content")
+        if role == "user":
+            return Shown(entry_id, "user", "You", _content_blocks(content))
+        if role == "assistant":
+            blocks = _content_blocks(content)
+            stop = message.get("stopReason")
+            note = ""
+            if stop == "aborted":
+                note = "Aborted"
+            elif stop == "error":
+                note = f"Error: {message.get('errorMessage') or 'unknown error'}"
+            return Shown(entry_id, "assistant", "Assistant", blocks, meta=_model_of(message), note=note)
+        if role == "toolResult":
+            out = output_block(content, is_error=bool(message.get("isError")))
+            return Shown(
+                entry_id, "tool", str(message.get("toolName", "tool")), [out, *_images(content)],
+                data={"call_id": message.get("toolCallId")},
+            )  # fmt: skip
+        if role == "bashExecution":
+            out = output_block(message.get("output"))
+            exit_code = message.get("exitCode")
+            note = "(cancelled)" if message.get("cancelled") else (f"(exit {exit_code})" if exit_code else "")
+            return Shown(entry_id, "bash", f"$ {message.get('command', '')}", [out], note=note)
+        if role in ("branchSummary", "compactionSummary"):
+            return Shown(
+                entry_id,
+                "branch_summary",
+                str(role),
+                [Block(kind="text", html=markdown(str(message.get("summary", ""))))],
+            )
+        return Shown(entry_id, "custom", str(role), _content_blocks(content))
+    if kind == "compaction":
+        tokens = data.get("tokensBefore")
+        title = f"Compacted from {tokens:,} tokens" if isinstance(tokens, int) else "Compaction"
+        return Shown(entry_id, "compaction", title, [Block(kind="text", html=markdown(str(data.get("summary", ""))))])
+    if kind == "branch_summary":
+        return Shown(
+            entry_id,
+            "branch_summary",
+            "Branch summary",
+            [Block(kind="text", html=markdown(str(data.get("summary", ""))))],
+        )
+    if kind == "custom_message":
+        if not data.get("display", True):
+            return Shown(entry_id, "hidden")
+        return Shown(entry_id, "custom", str(data.get("customType", "custom")), _content_blocks(data.get("content")))
+    if kind == "model_change":
+        return Shown(entry_id, "marker", f"Model: {data.get('provider')}/{data.get('modelId')}")
+    if kind == "thinking_level_change":
+        return Shown(entry_id, "marker", f"Thinking: {data.get('thinkingLevel')}")
+    if kind == "session_info":
+        return Shown(entry_id, "marker", f"Renamed: {data.get('name') or ''}")
+    if kind == "label":
+        return Shown(entry_id, "marker", f"Label {data.get('label') or '(cleared)'} on {data.get('targetId')}")
+    return Shown(entry_id, "marker", f"[{kind}]")
+
+
+def attach_results(shown: list[Shown]) -> list[Shown]:
+    """Put each tool result under the call that asked for it (when both are drawn), as pi's export."""
+    calls: dict[str, Block] = {}
+    for s in shown:
+        for b in s.blocks:
+            if b.kind == "tool_call" and b.call_id:
+                calls[b.call_id] = b
+    out: list[Shown] = []
+    for s in shown:
+        call = calls.get(str(s.data.get("call_id"))) if s.kind == "tool" else None
+        if call is not None and call.result is None:
+            call.result = s.blocks[0]
+            call.result.name = s.id  # the result entry, for "show all"
+            continue
+        out.append(s)
+    return out
+
+
+IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
+_B64 = re.compile(r"^[A-Za-z0-9+/=\s]*$")
+
+
+def image_block(raw: str, index: int) -> tuple[str, str] | None:
+    """(mime type, base64 data) of an image block, if it is a safe raster image."""
+    data = jsjson.loads(raw)
+    message = data.get("message") if isinstance(data.get("message"), dict) else data
+    content = message.get("content")
+    if not isinstance(content, list) or not 0 <= index < len(content):
+        return None
+    block = content[index]
+    if not isinstance(block, dict) or block.get("type") != "image":
+        return None
+    mime, b64 = block.get("mimeType"), block.get("data")
+    if mime not in IMAGE_TYPES or not isinstance(b64, str) or not _B64.match(b64):
+        return None
+    return str(mime), b64
+
+
+def export_html(session: Any) -> str:
+    """One self-contained HTML file (pi's export): data embedded as base64 JSON, tree sidebar with
+    filters and search, conversation, deep links (?leafId=&targetId=), all working offline."""
+    import base64
+
+    from django.template.loader import render_to_string
+
+    from sessions_app.store import selectors
+
+    lines = list(selectors.export_lines(session=session))
+    payload = {
+        "header": jsjson.loads(lines[0]),
+        "entries": [jsjson.loads(line) for line in lines[1:]],
+        "leafId": session.leaf_id,
+    }
+    blob = base64.b64encode(jsjson.dumps(payload).encode()).decode()
+    title = session.name or session.first_message[:80] or session.public_id
+    return render_to_string("sessions_app/export.html", {"data": blob, "title": title, "css": pygments_css()})

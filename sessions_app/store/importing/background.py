@@ -1,0 +1,135 @@
+"""Imports started from the session list, with real server-side progress.
+
+The page uploads each file with the import form (background=1); the view starts the import in a
+background thread and answers at once with a progress fragment that polls import_progress. The
+thread reports how many bytes services.session_import has parsed (and stored) into the cache
+under a random job id; the fragment redraws with that until the job is done, then shows its
+result. Only the user who started a job may read it. The job's thread has its own database
+connection, closed when it ends, and runs in a copy of the request's context (the audit trail
+keeps the request's IP and id).
+
+The progress lives in the default cache: Django's LocMemCache is per process, so a deployment
+with several processes needs a shared cache (like the sign-in limits: signin.py).
+Without JavaScript the form posts without background=1 and the import runs in the request.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import secrets
+import threading
+from typing import Any, TypedDict
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.core.cache import cache
+from django.db import connections
+
+from sessions_app.access import teams
+from sessions_app.errors import ImportRejected, SessionsError
+from sessions_app.models import Team
+from sessions_app.store import services
+
+log = logging.getLogger(__name__)
+
+TTL_SECONDS = 3600
+
+
+class Result(TypedDict, total=False):
+    name: str
+    ok: bool
+    message: str
+    errors: list[dict[str, Any]]
+    session: dict[str, str]  # {"public_id": ...}: what the result template links to
+    added: int
+    created: bool
+
+
+class Job(TypedDict, total=False):
+    id: str
+    user: int
+    name: str
+    total: int
+    done: int
+    state: str  # "running" | "done"
+    result: Result
+
+
+def import_one(*, user: User, data: bytes, name: str, into: Team | None, progress: Any = None) -> Result:
+    """Import one file (into a team the caller may import into, already checked); never raises
+    for a rejected file: the result says why, with line numbers."""
+    try:
+        result = services.session_import(owner=user, data=data, source_path=name, progress=progress)
+    except ImportRejected as exc:
+        return {"name": name, "ok": False, "message": exc.message, "errors": exc.extra.get("errors", [])}
+    except SessionsError as exc:
+        return {"name": name, "ok": False, "message": exc.message, "errors": []}
+    if into is not None and result.session.team_id is None:
+        teams.session_move_to_team(session=result.session, team=into, actor=user)
+    return {
+        "name": name,
+        "ok": True,
+        "session": {"public_id": result.session.public_id},
+        "added": result.added,
+        "created": result.created,
+    }
+
+
+def _key(job_id: str) -> str:
+    return f"piweb:import:{job_id}"
+
+
+def _put(job: Job) -> None:
+    cache.set(_key(job["id"]), job, TTL_SECONDS)
+
+
+def job_get(*, user: User, job_id: str) -> Job | None:
+    """The job if this user started it (None otherwise: missing, expired or someone else's)."""
+    job: Job | None = cache.get(_key(job_id))
+    if job is None or job.get("user") != user.pk:
+        return None
+    return job
+
+
+def job_start(*, user: User, data: bytes, name: str, into: Team | None) -> Job:
+    """Start importing in a background thread (inline when settings.PIWEB_IMPORT_BACKGROUND is
+    False, as in tests on a transaction that other connections cannot see)."""
+    job: Job = {
+        "id": secrets.token_urlsafe(16),
+        "user": user.pk,
+        "name": name,
+        "total": len(data),
+        "done": 0,
+        "state": "running",
+    }
+    _put(job)
+    if not getattr(settings, "PIWEB_IMPORT_BACKGROUND", True):
+        _run(Job(**job), user, data, into, own_connection=False)
+        return job_get(user=user, job_id=job["id"]) or job
+    context = contextvars.copy_context()
+    thread = threading.Thread(
+        target=context.run,
+        args=(_run, Job(**job), user, data, into),
+        name=f"piweb-import-{job['id'][:8]}",
+        daemon=True,
+    )
+    thread.start()
+    return job
+
+
+def _run(job: Job, user: User, data: bytes, into: Team | None, own_connection: bool = True) -> None:
+    def progress(parsed: int) -> None:
+        job["done"] = min(job["total"], job["done"] + parsed)
+        _put(job)
+
+    try:
+        result = import_one(user=user, data=data, name=job["name"], into=into, progress=progress)
+    except Exception:
+        log.exception("import job %s failed", job["id"])
+        result = {"name": job["name"], "ok": False, "message": "The import failed on the server.", "errors": []}
+    finally:
+        if own_connection:
+            connections.close_all()
+    job["state"], job["done"], job["result"] = "done", job["total"], result
+    _put(job)

@@ -1,0 +1,164 @@
+"""Reads. Every permission-checked fetch goes through session_get_for_user."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import orjson
+from django.contrib.auth.models import AnonymousUser, User
+from django.db import connection
+from django.db.models import Q, QuerySet
+
+from sessions_app.access import permissions
+from sessions_app.access.permissions import Capability
+from sessions_app.core import context as ctx
+from sessions_app.core import jsjson
+from sessions_app.core.tree import Node
+from sessions_app.errors import EntryNotFound
+from sessions_app.models import Entry, Membership, Session
+from sessions_app.store import tree_nodes
+
+
+def session_get_for_user(*, user: User | AnonymousUser, public_id: str, need: Capability = "read") -> Session:
+    """The session if this user may `need` it (permissions.py): SessionNotFound if missing or not theirs
+    to see, SessionForbidden if they may see it but not do that."""
+    return permissions.session_get_for_user(user=user, public_id=public_id, need=need)
+
+
+def session_list_for_user(*, user: User | AnonymousUser) -> QuerySet[Session]:
+    """The user's personal sessions and those of their teams."""
+    if not user.is_authenticated:
+        return Session.objects.none()
+    teams = Membership.objects.filter(user_id=user.pk).values("team_id")
+    mine = Q(owner_id=user.pk, team__isnull=True) | Q(team_id__in=teams)
+    return Session.objects.filter(mine, deleting=False).order_by("-modified_ms", "-id")
+
+
+def entry_get(*, session: Session, entry_id: str) -> Entry:
+    entry = Entry.objects.filter(session=session, entry_id=entry_id).first()
+    if entry is None:
+        raise _not_found(entry_id)
+    return entry
+
+
+def entry_require(*, session: Session, entry_id: str) -> None:
+    """EntryNotFound unless the session has this entry: no row read or model built (what moving
+    the leaf, forking or sharing need to know)."""
+    if not entry_ids_present(session=session, ids=[entry_id]):
+        raise _not_found(entry_id)
+
+
+def entry_ids_present(*, session: Session, ids: Iterable[str]) -> set[str]:
+    """Which of these entry ids the session has (one indexed query, no ORM overhead: this runs on
+    every append)."""
+    wanted = list(dict.fromkeys(ids))
+    if not wanted:
+        return set()
+    marks = ", ".join(["%s"] * len(wanted))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT entry_id FROM sessions_app_entry WHERE session_id = %s AND entry_id IN ({marks})",
+            [session.pk, *wanted],
+        )
+        return {row[0] for row in cursor.fetchall()}
+
+
+def _not_found(entry_id: str) -> EntryNotFound:
+    return EntryNotFound(f"Entry {entry_id} not found", entryId=entry_id)
+
+
+def entry_node(entry: Entry) -> Node:
+    return Node(id=entry.entry_id, parent_id=entry.parent_id, type=entry.type, data=jsjson.loads(entry.raw))
+
+
+# The lines travel up the walk with it: no second lookup per entry and no sort in SQL.
+_WALK = """
+WITH RECURSIVE up(entry_id, parent_id, type, raw, n) AS (
+    SELECT entry_id, parent_id, type, raw, 0 FROM sessions_app_entry WHERE session_id = %s AND entry_id = %s
+    UNION ALL
+    SELECT e.entry_id, e.parent_id, e.type, e.raw, up.n + 1 FROM sessions_app_entry e JOIN up
+        ON e.session_id = %s AND e.entry_id = up.parent_id
+    WHERE up.entry_id <> %s
+)
+SELECT entry_id, parent_id, type, {raw}, n FROM up
+"""
+# SQLite hands the lines over as the UTF-8 bytes it stores: orjson parses those directly, where a
+# str would be decoded and then encoded again (~25% of a 1,000-message context).
+_WALKS = {"sqlite": _WALK.format(raw="CAST(raw AS BLOB)"), "postgresql": _WALK.format(raw="raw")}
+
+
+def path_nodes(*, session: Session, leaf_id: str, stop_id: str | None = None) -> list[Node]:
+    """Root-first path ending at leaf_id; starts at stop_id instead of the root if it is on the way."""
+    with connection.cursor() as cursor:
+        cursor.execute(_WALKS[connection.vendor], [session.pk, leaf_id, session.pk, stop_id or ""])
+        rows = cursor.fetchall()
+    rows.sort(key=lambda r: -r[4])
+    return [Node(id=r[0], parent_id=r[1], type=r[2], data=jsjson.loads(r[3])) for r in rows]
+
+
+def session_context(*, session: Session, leaf_id: str | None = None) -> dict[str, Any]:
+    """pi's buildSessionContext at leaf_id (default: the session's leaf), reading only the entries
+    that can appear in it: from the last compaction's first kept entry down to the leaf."""
+    target = session.leaf_id if leaf_id is None else leaf_id
+    if target is None:
+        return {"leafId": None, "messages": [], "thinkingLevel": "off", "model": None}
+    leaf = entry_get(session=session, entry_id=target)
+    stop = None
+    if leaf.ctx_compaction_id is not None:
+        compaction = Entry.objects.only("kept_from_id", "entry_id").get(
+            session=session, entry_id=leaf.ctx_compaction_id
+        )
+        stop = compaction.kept_from_id or compaction.entry_id
+    path = path_nodes(session=session, leaf_id=target, stop_id=stop)
+    built = ctx.context_from_path(
+        path,
+        thinking_level=jsjson.loads(leaf.ctx_thinking),
+        model=jsjson.loads(leaf.ctx_model) if leaf.ctx_model else None,
+    )
+    return {"leafId": target, **built}
+
+
+def children(*, session: Session, entry_id: str | None) -> QuerySet[Entry]:
+    """Children ordered by timestamp, equal times in file order; the roots (entry_id None) in file
+    order. As pi's getTree(), which sorts children lists but leaves the roots as found."""
+    query = Entry.objects.filter(session=session, parent_id=entry_id)
+    return query.order_by("seq") if entry_id is None else query.order_by("ts_ms", "seq")
+
+
+def labels(*, session: Session) -> dict[str, str]:
+    """Resolved labels, last label entry wins (in file order, whatever the branch)."""
+    resolved: dict[str, str] = {}
+    for raw in Entry.objects.filter(session=session, type="label").order_by("seq").values_list("raw", flat=True):
+        data = jsjson.loads(raw)
+        target, value = data.get("targetId"), data.get("label")
+        if isinstance(value, str) and value:
+            resolved[target] = value
+        else:
+            resolved.pop(target, None)
+    return resolved
+
+
+def tree_flat(*, session: Session) -> dict[str, Any]:
+    """The whole tree as a flat list in file order (a deep nesting could not be serialised)."""
+    return orjson.loads(tree_json(session=session))  # type: ignore[no-any-return]
+
+
+def tree_json(*, session: Session) -> bytes:
+    """tree_flat as JSON, from tree_nodes' cached chunks."""
+    return tree_nodes.tree_json(session=session, labels=labels(session=session))
+
+
+def export_lines(*, session: Session) -> Iterator[str]:
+    """The session as pi JSONL, one line (with its newline) at a time."""
+    yield session.header_raw + "\n"
+    extra = sorted(((int(after), raw) for after, raw in session.extra_headers), key=lambda item: item[0])
+    k = 0
+    rows = Entry.objects.filter(session=session).order_by("seq").values_list("seq", "raw")
+    for seq, raw in rows.iterator(chunk_size=2000):
+        while k < len(extra) and extra[k][0] < seq:
+            yield extra[k][1] + "\n"
+            k += 1
+        yield raw + "\n"
+    for _, raw in extra[k:]:
+        yield raw + "\n"

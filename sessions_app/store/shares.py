@@ -1,0 +1,210 @@
+"""Share links: read-only links to a whole session or to one branch of it.
+
+A branch share names an entry; what it shows is the path from the root to that entry and every
+entry below it, nothing else (share_scope). Only a SHA-256 of each link's token is stored, so a
+link is shown once, when it is made. A link works while it is not revoked, not expired, and its
+creator still may share the session (leaving the team or losing the role ends their links).
+Each view of a shared page is recorded in the audit log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.contrib.auth.models import User
+from django.db import connection, transaction
+from django.db.models import F, Q, QuerySet
+from django.utils import timezone
+
+from sessions_app.access import audit, permissions
+from sessions_app.core.tree import Node
+from sessions_app.errors import SessionNotFound, SessionsError
+from sessions_app.models import Entry, Session, ShareLink
+from sessions_app.store import selectors
+
+TOKEN_PREFIX = "pis_"
+
+
+class ShareNotFound(SessionsError):
+    status = 404
+
+    def __init__(self, message: str = "Share link not found", **extra: object) -> None:
+        super().__init__(message, **extra)
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@transaction.atomic
+def share_create(
+    *, session: Session, user: User, entry_id: str | None = None, expires_days: int | None = None
+) -> tuple[ShareLink, str]:
+    """A link to the session (entry_id None) or to the branch at entry_id. The caller got session
+    with need="share"; the plain token is returned once."""
+    if not permissions.can(permissions.session_access(user, session), "share"):
+        raise SessionNotFound()
+    if entry_id:
+        selectors.entry_require(session=session, entry_id=entry_id)
+    if expires_days is not None and expires_days < 1:
+        raise SessionsError("expires_days must be at least 1", field="expires_days")
+    token = TOKEN_PREFIX + secrets.token_urlsafe(24)
+    expires_at = timezone.now() + timedelta(days=expires_days) if expires_days else None
+    share = ShareLink.objects.create(
+        session=session,
+        entry_id=entry_id or None,
+        created_by=user,
+        prefix=token[:12],
+        key_hash=_digest(token),
+        expires_at=expires_at,
+    )
+    audit.audit_record(
+        action="share.create",
+        actor=user,
+        obj_type="share_link",
+        obj_id=share.prefix,
+        session=session.public_id,
+        after={"entry": entry_id or None, "expires_at": expires_at.isoformat() if expires_at else None},
+    )
+    return share, token
+
+
+def share_list_for_user(*, user: User) -> QuerySet[ShareLink]:
+    """The links the user made, and those on sessions they administer."""
+    mine = Q(created_by=user)
+    managed = Q(session__team__memberships__user=user, session__team__memberships__role=permissions.Role.ADMIN)
+    owned = Q(session__owner=user, session__team__isnull=True)
+    return (
+        ShareLink.objects.filter(mine | managed | owned)
+        .filter(session__deleting=False)
+        .select_related("session", "created_by")
+        .distinct()
+        .order_by("-created_at", "-pk")
+    )
+
+
+@transaction.atomic
+def share_revoke(*, user: User, share_id: int) -> ShareLink:
+    """Its creator, or whoever may manage the session, revokes a link; twice is a no-op."""
+    share = ShareLink.objects.select_related("session").filter(pk=share_id).first()
+    if share is None:
+        raise ShareNotFound()
+    if share.created_by_id != user.pk and not permissions.can(
+        permissions.session_access(user, share.session), "manage"
+    ):
+        raise ShareNotFound()
+    if share.revoked_at is None:
+        share.revoked_at = timezone.now()
+        share.save(update_fields=["revoked_at"])
+        audit.audit_record(
+            action="share.revoke",
+            actor=user,
+            obj_type="share_link",
+            obj_id=share.prefix,
+            session=share.session.public_id,
+        )
+    return share
+
+
+def share_resolve(token: str) -> ShareLink:
+    """The live link for a token, or ShareNotFound (unknown, revoked, expired, creator lost access)."""
+    share = ShareLink.objects.select_related("session", "created_by").filter(key_hash=_digest(token)).first()
+    if share is None:
+        raise ShareNotFound()
+    if share.revoked_at is not None:
+        raise ShareNotFound()
+    if share.expires_at is not None and share.expires_at <= timezone.now():
+        raise ShareNotFound()
+    if share.session.deleting:
+        raise ShareNotFound()
+    if not permissions.can(permissions.session_access(share.created_by, share.session), "share"):
+        raise ShareNotFound()
+    return share
+
+
+def share_viewed(*, share: ShareLink) -> None:
+    ShareLink.objects.filter(pk=share.pk).update(views=F("views") + 1, last_viewed_at=timezone.now())
+    audit.audit_record(
+        action="share.view",
+        actor=None,
+        obj_type="share_link",
+        obj_id=share.prefix,
+        session=share.session.public_id,
+        extra={"entry": share.entry_id},
+    )
+
+
+_DESCENDANTS = """
+WITH RECURSIVE down(entry_id) AS (
+    SELECT entry_id FROM sessions_app_entry WHERE session_id = %s AND entry_id = %s
+    UNION ALL
+    SELECT e.entry_id FROM sessions_app_entry e JOIN down ON e.session_id = %s AND e.parent_id = down.entry_id
+)
+SELECT entry_id FROM down
+"""
+
+
+def share_scope(share: ShareLink) -> set[str] | None:
+    """Entry ids the link may show: None for the whole session; for a branch, the path to its
+    entry and everything below it."""
+    if share.entry_id is None:
+        return None
+    session = share.session
+    ids = {n.id for n in selectors.path_nodes(session=session, leaf_id=share.entry_id)}
+    with connection.cursor() as cursor:
+        cursor.execute(_DESCENDANTS, [session.pk, share.entry_id, session.pk])
+        ids.update(row[0] for row in cursor.fetchall())
+    return ids
+
+
+@dataclass(frozen=True)
+class SharedRow:
+    id: str
+    parent_id: str | None
+    preview: str
+    depth: int
+    type: str
+    role: str | None
+
+
+TREE_LIMIT = 2000
+
+
+def shared_tree(share: ShareLink, scope: set[str] | None) -> tuple[list[SharedRow], bool]:
+    """Rows of the tree the link shows, in file order (at most TREE_LIMIT; True if cut)."""
+    rows = Entry.objects.filter(session=share.session).order_by("seq")
+    if scope is not None:
+        rows = rows.filter(entry_id__in=scope)
+    values = rows.values_list("entry_id", "parent_id", "preview", "depth", "type", "role")[: TREE_LIMIT + 1]
+    out = [SharedRow(*v) for v in values]
+    return out[:TREE_LIMIT], len(out) > TREE_LIMIT
+
+
+def shared_leaf(share: ShareLink, scope: set[str] | None, requested: str | None) -> str | None:
+    """The leaf to show: the one asked for if in scope (ShareNotFound otherwise), else the
+    session's leaf if in scope, else the newest leaf below the shared entry."""
+    session = share.session
+    if requested:
+        if scope is not None and requested not in scope:
+            raise ShareNotFound("Entry not found")
+        selectors.entry_get(session=session, entry_id=requested)
+        return requested
+    if scope is None or session.leaf_id in scope:
+        return session.leaf_id
+    # The newest leaf of the branch: every entry on the path above the shared one has a child in scope.
+    rows = Entry.objects.filter(session=session, entry_id__in=scope).values_list("entry_id", "parent_id", "seq")
+    parents = {parent for _, parent, _ in rows}
+    return max((seq, entry_id) for entry_id, _, seq in rows if entry_id not in parents)[1]
+
+
+def shared_path(share: ShareLink, leaf_id: str | None) -> list[Entry]:
+    """The conversation along the path to leaf_id (root first); leaf_id is already in scope, and
+    so is every ancestor of an in-scope entry."""
+    if leaf_id is None:
+        return []
+    nodes: list[Node] = selectors.path_nodes(session=share.session, leaf_id=leaf_id)
+    by_id = {e.entry_id: e for e in Entry.objects.filter(session=share.session, entry_id__in=[n.id for n in nodes])}
+    return [by_id[n.id] for n in nodes]

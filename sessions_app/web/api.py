@@ -1,0 +1,185 @@
+"""REST API for sessions. Operations parse, call a selector or service, and return."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+from django.contrib.auth.models import User
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.urls import reverse
+from django.utils.http import content_disposition_header
+from ninja import Body, File, Form, Router, Status, UploadedFile
+
+from sessions_app.access import audit, teams
+from sessions_app.access.permissions import Capability
+from sessions_app.errors import InvalidEntry
+from sessions_app.models import Session
+from sessions_app.store import selectors, services, shares
+from sessions_app.web.schemas import (
+    ContextOut,
+    EntryCreatedOut,
+    ErrorOut,
+    ForkIn,
+    ImportErrorOut,
+    ImportOut,
+    LabelIn,
+    LeafIn,
+    SessionIn,
+    SessionOut,
+    SessionPatch,
+    ShareIn,
+    ShareOut,
+)
+
+router = Router(tags=["sessions"])
+
+
+def _session(request: HttpRequest, session_id: str, need: Capability = "read") -> Session:
+    return selectors.session_get_for_user(user=request.user, public_id=session_id, need=need)
+
+
+def _user(request: HttpRequest) -> User:
+    # Both authenticators (token, Django session) only let signed-in users through.
+    assert isinstance(request.user, User)
+    return request.user
+
+
+@router.get("", response=list[SessionOut], url_name="session_list")
+def session_list(request: HttpRequest) -> list[SessionOut]:
+    sessions = selectors.session_list_for_user(user=request.user).select_related("parent_session")
+    return [SessionOut.of(s) for s in sessions]
+
+
+@router.post("", response={201: SessionOut}, url_name="session_create")
+def session_create(request: HttpRequest, body: SessionIn | None = None) -> Status[SessionOut]:
+    body = body or SessionIn()
+    session = services.session_create(owner=_user(request), name=body.name, cwd=body.cwd)
+    return Status(201, SessionOut.of(session))
+
+
+@router.post(
+    "/import",
+    response={201: ImportOut, 200: ImportOut, 400: ImportErrorOut, 409: ErrorOut},
+    url_name="session_import",
+)
+def session_import(
+    request: HttpRequest, file: File[UploadedFile], partial: Form[bool] = False, team: Form[str] = ""
+) -> Status[ImportOut]:
+    into = teams.team_for_import(user=_user(request), public_id=team) if team else None
+    result = services.session_import(
+        owner=_user(request),
+        data=file.read(),
+        source_path=file.name or "",
+        partial=partial,
+    )
+    if into is not None and result.session.team_id is None:
+        teams.session_move_to_team(session=result.session, team=into, actor=_user(request))
+    out = ImportOut(
+        id=result.session.public_id,
+        created=result.created,
+        entries=result.added,
+        skipped=[p.as_dict() for p in result.skipped],
+        version=result.version,
+        session=SessionOut.of(result.session),
+    )
+    return Status(201 if result.created or result.added else 200, out)
+
+
+@router.get("/{session_id}", response=SessionOut, url_name="session_detail")
+def session_detail(request: HttpRequest, session_id: str) -> SessionOut:
+    return SessionOut.of(_session(request, session_id))
+
+
+@router.patch("/{session_id}", response=SessionOut, url_name="session_update")
+def session_update(request: HttpRequest, session_id: str, body: SessionPatch) -> SessionOut:
+    session = _session(request, session_id, "manage")
+    services.session_rename(session=session, name=body.name, author=_user(request))
+    return SessionOut.of(session)
+
+
+@router.delete("/{session_id}", response={204: None}, url_name="session_delete")
+def session_delete(request: HttpRequest, session_id: str) -> Status[None]:
+    services.session_delete(session=_session(request, session_id, "delete"))
+    return Status(204, None)
+
+
+@router.get("/{session_id}/export.jsonl", url_name="session_export")
+def session_export(request: HttpRequest, session_id: str) -> StreamingHttpResponse:
+    session = _session(request, session_id)
+    audit.audit_record(action="session.export", obj_type="session", obj_id=session.public_id, extra={"format": "jsonl"})
+    response = StreamingHttpResponse(selectors.export_lines(session=session), content_type="application/x-ndjson")
+    # RFC 6266 quoting: imported ids may hold non-ASCII or control characters.
+    response["Content-Disposition"] = content_disposition_header(True, export_filename(session)) or "attachment"
+    return response
+
+
+def export_filename(session: Any) -> str:
+    """pi's file name: <header timestamp with : and . as -> _ <session id>.jsonl"""
+    stamp = session.created.replace(":", "-").replace(".", "-")
+    return f"{stamp}_{session.public_id}.jsonl".replace('"', "")
+
+
+@router.get("/{session_id}/context", response=ContextOut, url_name="session_context")
+def session_context(request: HttpRequest, session_id: str, leaf: str | None = None) -> HttpResponse:
+    session = _session(request, session_id)
+    audit.audit_record(action="session.context", obj_type="session", obj_id=session.public_id, extra={"leaf": leaf})
+    # Serialised directly (the schema documents it): validating every message costs as much as building it.
+    return _json(selectors.session_context(session=session, leaf_id=leaf))
+
+
+def _json(value: Any) -> HttpResponse:
+    try:
+        body = orjson.dumps(value)
+    except TypeError:  # integers beyond 64 bits, which stored lines may hold
+        body = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    return HttpResponse(body, content_type="application/json")
+
+
+@router.get("/{session_id}/tree", url_name="session_tree")
+def session_tree(request: HttpRequest, session_id: str) -> HttpResponse:
+    # Serialised directly: a pydantic pass over 100k nodes would cost more than building them.
+    return HttpResponse(selectors.tree_json(session=_session(request, session_id)), content_type="application/json")
+
+
+@router.post("/{session_id}/entries", response={201: EntryCreatedOut}, url_name="entry_create")
+def entry_create(request: HttpRequest, session_id: str, body: Body[dict[str, Any]]) -> Status[dict[str, str]]:
+    session = _session(request, session_id, "chat")
+    if not isinstance(body.get("type"), str):
+        raise InvalidEntry("field 'type' must be a string", field="type")
+    payload = dict(body)
+    parent = payload.pop("parentId", services.UNSET)
+    entry = services.entry_append(session=session, payload=payload, parent_id=parent, author=_user(request))
+    return Status(201, {"id": entry.entry_id})
+
+
+@router.put("/{session_id}/leaf", response=SessionOut, url_name="session_leaf")
+def session_leaf(request: HttpRequest, session_id: str, body: LeafIn) -> SessionOut:
+    session = _session(request, session_id, "branch")
+    services.leaf_move(session=session, entry_id=body.entryId)
+    return SessionOut.of(session)
+
+
+@router.post("/{session_id}/labels", response={201: EntryCreatedOut}, url_name="session_label")
+def session_label(request: HttpRequest, session_id: str, body: LabelIn) -> Status[dict[str, str]]:
+    session = _session(request, session_id, "label")
+    entry = services.label_set(session=session, target_id=body.targetId, label=body.label, author=_user(request))
+    return Status(201, {"id": entry.entry_id})
+
+
+@router.post("/{session_id}/fork", response={201: SessionOut}, url_name="session_fork")
+def session_fork(request: HttpRequest, session_id: str, body: ForkIn) -> Status[SessionOut]:
+    session = _session(request, session_id, "fork")
+    fork = services.session_fork(session=session, entry_id=body.entryId, owner=_user(request))
+    return Status(201, SessionOut.of(fork))
+
+
+@router.post("/{session_id}/shares", response={201: ShareOut}, url_name="share_create")
+def share_create(request: HttpRequest, session_id: str, body: ShareIn) -> Status[ShareOut]:
+    session = _session(request, session_id, "share")
+    share, token = shares.share_create(
+        session=session, user=_user(request), entry_id=body.entryId, expires_days=body.expiresDays
+    )
+    url = request.build_absolute_uri(reverse("settings:shared", args=[token]))
+    return Status(201, ShareOut(url=url, entryId=share.entry_id, expiresAt=share.expires_at))

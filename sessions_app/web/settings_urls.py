@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from sessions_app.web import settings_views as v
+
+app_name = "settings"
+
+urlpatterns = [
+    path("settings/tokens/", v.token_list, name="tokens"),
+    path("settings/tokens/new/", v.token_create, name="token_create"),
+    path("settings/tokens/<str:prefix>/revoke/", v.token_revoke, name="token_revoke"),
+    path("settings/shares/", v.share_list, name="shares"),
+    path("settings/shares/<int:share_id>/revoke/", v.share_revoke, name="share_revoke"),
+    path("sessions/<str:public_id>/share/", v.share_create, name="share_create"),
+    path("s/<str:token>/", v.shared_page, name="shared"),
+    path("teams/", v.team_list, name="teams"),
+    path("teams/new/", v.team_create, name="team_create"),
+    path("teams/<str:public_id>/", v.team_detail, name="team"),
+    path("teams/<str:public_id>/members/", v.member_invite, name="member_invite"),
+    path("teams/<str:public_id>/members/<str:username>/role/", v.member_role, name="member_role"),
+    path("teams/<str:public_id>/members/<str:username>/remove/", v.member_remove, name="member_remove"),
+    path("teams/<str:public_id>/sessions/", v.team_session_add, name="team_session_add"),
+]

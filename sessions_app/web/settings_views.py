@@ -1,0 +1,280 @@
+"""Settings pages (API tokens, share links, teams) and the public shared-session page.
+
+Thin like views.py: forms validate, services in api_tokens.py, shares.py and teams.py do the work and
+check permissions; errors become 404 (nothing to see), 403 (seen but not allowed) or 400.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from django import forms
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from sessions_app.access import api_tokens, permissions, teams
+from sessions_app.errors import EntryNotFound, SessionForbidden, SessionNotFound, SessionsError
+from sessions_app.models import TEAM_ROLES, Membership, Session, Team
+from sessions_app.render import markup
+from sessions_app.store import selectors, shares
+
+# --- forms ---------------------------------------------------------------------------------------
+
+
+class TokenForm(forms.Form):
+    name = forms.CharField(max_length=100, required=False)
+    scope = forms.ChoiceField(choices=[("read", "read (GET only)"), ("write", "read and write")], initial="read")
+    expires_days = forms.IntegerField(required=False, min_value=1, max_value=3650)
+
+
+class ShareForm(forms.Form):
+    entry = forms.CharField(max_length=200, required=False)
+    expires_days = forms.IntegerField(required=False, min_value=1, max_value=3650)
+
+
+class TeamForm(forms.Form):
+    name = forms.CharField(max_length=100)
+
+
+class InviteForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    role = forms.ChoiceField(choices=[(r, r) for r in TEAM_ROLES], initial="viewer")
+
+
+class RoleForm(forms.Form):
+    role = forms.ChoiceField(choices=[(r, r) for r in TEAM_ROLES])
+
+
+def _user(request: HttpRequest) -> User:
+    assert isinstance(request.user, User)
+    return request.user
+
+
+def _errors(func: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """App errors to responses: not found 404, forbidden 403, anything else 400 with the message."""
+
+    @functools.wraps(func)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            return func(request, *args, **kwargs)
+        except (SessionNotFound, EntryNotFound, teams.TeamNotFound, shares.ShareNotFound) as exc:
+            raise Http404(exc.message) from None
+        except SessionForbidden as exc:
+            return HttpResponse(exc.message, status=403, content_type="text/plain; charset=utf-8")
+        except SessionsError as exc:
+            return HttpResponse(exc.message, status=exc.status, content_type="text/plain; charset=utf-8")
+
+    return wrapper
+
+
+# --- API tokens ----------------------------------------------------------------------------------
+
+
+@require_GET
+@login_required
+def token_list(request: HttpRequest) -> HttpResponse:
+    context = {"tokens": api_tokens.api_token_list(user=_user(request)), "form": TokenForm()}
+    return render(request, "settings/tokens.html", context)
+
+
+@require_POST
+@login_required
+@_errors
+def token_create(request: HttpRequest) -> HttpResponse:
+    form = TokenForm(request.POST)
+    if not form.is_valid():
+        return HttpResponse("Check the token's fields.", status=400)
+    d = form.cleaned_data
+    record, token = api_tokens.api_token_create(
+        user=_user(request), name=d["name"], scope=d["scope"], expires_days=d.get("expires_days")
+    )
+    context = {"tokens": api_tokens.api_token_list(user=_user(request)), "new_token": token, "new_record": record}
+    return render(request, "settings/tokens.html#token-section", context)
+
+
+@require_POST
+@login_required
+@_errors
+def token_revoke(request: HttpRequest, prefix: str) -> HttpResponse:
+    api_tokens.api_token_revoke(user=_user(request), prefix=prefix)
+    return render(
+        request, "settings/tokens.html#token-section", {"tokens": api_tokens.api_token_list(user=_user(request))}
+    )
+
+
+# --- share links ---------------------------------------------------------------------------------
+
+
+@require_GET
+@login_required
+def share_list(request: HttpRequest) -> HttpResponse:
+    return render(request, "settings/shares.html", {"shares": shares.share_list_for_user(user=_user(request))})
+
+
+@require_POST
+@login_required
+@_errors
+def share_create(request: HttpRequest, public_id: str) -> HttpResponse:
+    """Make a link to this session (or, with `entry`, to that branch); shown once."""
+    session = selectors.session_get_for_user(user=request.user, public_id=public_id, need="share")
+    form = ShareForm(request.POST)
+    if not form.is_valid():
+        return HttpResponse("Check the link's fields.", status=400)
+    d = form.cleaned_data
+    share, token = shares.share_create(
+        session=session, user=_user(request), entry_id=d.get("entry") or None, expires_days=d.get("expires_days")
+    )
+    url = request.build_absolute_uri(reverse("settings:shared", args=[token]))
+    page = (
+        "settings/share_created.html"
+        if request.headers.get("HX-Request") == "true"
+        else "settings/share_created_page.html"
+    )
+    return render(request, page, {"share": share, "url": url, "session": session})
+
+
+@require_POST
+@login_required
+@_errors
+def share_revoke(request: HttpRequest, share_id: int) -> HttpResponse:
+    shares.share_revoke(user=_user(request), share_id=share_id)
+    if request.headers.get("HX-Request") == "true":
+        context = {"shares": shares.share_list_for_user(user=_user(request))}
+        return render(request, "settings/shares.html#share-table", context)
+    return redirect("settings:shares")
+
+
+@require_GET
+@_errors
+def shared_page(request: HttpRequest, token: str) -> HttpResponse:
+    """The read-only page behind a share link: only entries inside the link's scope."""
+    share = shares.share_resolve(token)
+    scope = shares.share_scope(share)
+    leaf = shares.shared_leaf(share, scope, request.GET.get("leaf") or None)
+    path = shares.shared_path(share, leaf)
+    shown = markup.attach_results(
+        [s for s in (markup.shown_entry(e.raw, e.entry_id) for e in path) if s.kind != "hidden"]
+    )
+    rows, cut = shares.shared_tree(share, scope)
+    on_path = {e.entry_id for e in path}
+    shares.share_viewed(share=share)
+    context = {"share": share, "session": share.session, "shown": shown, "rows": rows, "cut": cut}
+    context.update(leaf=leaf, on_path=on_path, token=token)
+    response = render(request, "settings/shared.html", context)
+    response["Referrer-Policy"] = "no-referrer"  # the token is in the URL
+    response["X-Robots-Tag"] = "noindex"
+    return response
+
+
+# --- teams ---------------------------------------------------------------------------------------
+
+
+@require_GET
+@login_required
+def team_list(request: HttpRequest) -> HttpResponse:
+    context = {"teams": teams.team_list_for_user(user=_user(request)), "form": TeamForm()}
+    return render(request, "settings/teams.html", context)
+
+
+@require_POST
+@login_required
+@_errors
+def team_create(request: HttpRequest) -> HttpResponse:
+    form = TeamForm(request.POST)
+    if not form.is_valid():
+        return HttpResponse("A team needs a name.", status=400)
+    team = teams.team_create(name=form.cleaned_data["name"], creator=_user(request))
+    return redirect("settings:team", team.public_id)
+
+
+def _team_context(request: HttpRequest, team: Team) -> dict[str, Any]:
+    user = _user(request)
+    role = permissions.team_role(user, team.pk)
+    members = Membership.objects.filter(team=team).select_related("user").order_by("user__username")
+    personal = Session.objects.filter(owner=user, team__isnull=True, deleting=False).order_by("-modified_ms")
+    return {
+        "team": team,
+        "role": role,
+        "is_admin": permissions.can(role, "manage"),
+        "can_import": permissions.can(role, "import"),
+        "members": members,
+        "roles": TEAM_ROLES,
+        "sessions": Session.objects.filter(team=team, deleting=False).order_by("-modified_ms")[:200],
+        "personal": personal[:200],
+        "invite": InviteForm(),
+    }
+
+
+@require_GET
+@login_required
+@_errors
+def team_detail(request: HttpRequest, public_id: str) -> HttpResponse:
+    team = teams.team_get_for_user(user=_user(request), public_id=public_id)
+    return render(request, "settings/team.html", _team_context(request, team))
+
+
+def _members(request: HttpRequest, team: Team) -> HttpResponse:
+    if request.headers.get("HX-Request") == "true":
+        return render(request, "settings/team.html#members", _team_context(request, team))
+    return redirect("settings:team", team.public_id)
+
+
+@require_POST
+@login_required
+@_errors
+def member_invite(request: HttpRequest, public_id: str) -> HttpResponse:
+    team = teams.team_get_for_user(user=_user(request), public_id=public_id)
+    form = InviteForm(request.POST)
+    if not form.is_valid():
+        return HttpResponse("Give a username and a role.", status=400)
+    teams.member_invite(
+        team=team, username=form.cleaned_data["username"], role=form.cleaned_data["role"], actor=_user(request)
+    )
+    return _members(request, team)
+
+
+def _member(team: Team, username: str) -> User:
+    membership = Membership.objects.filter(team=team, user__username=username).select_related("user").first()
+    if membership is None:
+        raise teams.MemberError(f"{username} is not a member")
+    return membership.user
+
+
+@require_POST
+@login_required
+@_errors
+def member_role(request: HttpRequest, public_id: str, username: str) -> HttpResponse:
+    team = teams.team_get_for_user(user=_user(request), public_id=public_id)
+    form = RoleForm(request.POST)
+    if not form.is_valid():
+        return HttpResponse("Choose a role.", status=400)
+    teams.member_role_set(team=team, user=_member(team, username), role=form.cleaned_data["role"], actor=_user(request))
+    return _members(request, team)
+
+
+@require_POST
+@login_required
+@_errors
+def member_remove(request: HttpRequest, public_id: str, username: str) -> HttpResponse:
+    team = teams.team_get_for_user(user=_user(request), public_id=public_id)
+    teams.member_remove(team=team, user=_member(team, username), actor=_user(request))
+    if username == _user(request).username:
+        return redirect("settings:teams")
+    return _members(request, team)
+
+
+@require_POST
+@login_required
+@_errors
+def team_session_add(request: HttpRequest, public_id: str) -> HttpResponse:
+    """Move a session into the team (its owner, or an admin of the team it is in)."""
+    team = teams.team_get_for_user(user=_user(request), public_id=public_id)
+    session = selectors.session_get_for_user(user=request.user, public_id=request.POST.get("session", ""))
+    teams.session_move_to_team(session=session, team=team, actor=_user(request))
+    return redirect("settings:team", team.public_id)

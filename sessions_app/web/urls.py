@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from sessions_app.web import views
+
+app_name = "sessions"
+
+urlpatterns = [
+    path("", views.session_list, name="list"),
+    path("import/", views.session_import, name="import"),
+    path("import/<str:job_id>/", views.import_progress, name="import_progress"),
+    path("sessions/<str:public_id>/", views.session_detail, name="detail"),
+    path("sessions/<str:public_id>/tree/gap/", views.tree_gap, name="tree_gap"),
+    path("sessions/<str:public_id>/tree/branch/", views.tree_branch, name="tree_branch"),
+    path("sessions/<str:public_id>/conversation/earlier/", views.conversation_earlier, name="earlier"),
+    path("sessions/<str:public_id>/entries/<str:entry_id>/output/", views.entry_output, name="output"),
+    path("sessions/<str:public_id>/entries/<str:entry_id>/image/<int:index>/", views.entry_image, name="image"),
+    path("sessions/<str:public_id>/continue/", views.entry_continue, name="continue"),
+    path("sessions/<str:public_id>/label/", views.entry_label, name="label"),
+    path("sessions/<str:public_id>/fork/", views.entry_fork, name="fork"),
+    path("sessions/<str:public_id>/append/", views.entry_append, name="append"),
+    path("sessions/<str:public_id>/rename/", views.session_rename, name="rename"),
+    path("sessions/<str:public_id>/delete/", views.session_delete, name="delete"),
+    path("sessions/<str:public_id>/export.jsonl", views.export_jsonl, name="export_jsonl"),
+    path("sessions/<str:public_id>/export.html", views.export_page, name="export_html"),
+]

@@ -1,0 +1,609 @@
+"""The htmx UI: session list, import, the session page (tree + conversation) and its actions.
+
+Views are thin: they check access with selectors.session_get_for_user (404 for anything not the
+user's), read through sessions_app.store.explorer and write only through sessions_app.store.services.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import time
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any, Concatenate, ParamSpec
+from urllib.parse import urlencode
+
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    HttpResponseForbidden,
+    StreamingHttpResponse,
+)
+from django.http.response import HttpResponseBase
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseClientRedirect, HttpResponseLocation, HttpResponseStopPolling
+from django_htmx.middleware import HtmxDetails
+
+from sessions_app.access import audit, permissions, teams
+from sessions_app.access.permissions import Capability
+from sessions_app.core import jsjson
+from sessions_app.core import treeview as tv
+from sessions_app.core.tree import TEXTLESS_PREFIX
+from sessions_app.errors import EntryNotFound, SessionForbidden, SessionNotFound, SessionsError
+from sessions_app.models import Session
+from sessions_app.render import markup
+from sessions_app.store import explorer, selectors, services
+from sessions_app.store.importing import background
+from sessions_app.web import chat_views, forms
+
+P = ParamSpec("P")
+
+
+class HtmxHttpRequest(HttpRequest):
+    htmx: HtmxDetails
+
+
+View = Callable[Concatenate[HtmxHttpRequest, P], HttpResponseBase]
+
+
+def _request_user(request: HtmxHttpRequest) -> User:
+    assert isinstance(request.user, User)
+    return request.user
+
+
+SessionFunc = Callable[Concatenate[HtmxHttpRequest, Session, P], HttpResponseBase]
+
+
+def session_view(func: SessionFunc[...], need: Capability = "read") -> View[...]:
+    """Load the session if the user may `need` it (404 if they cannot see it, 403 if they can but
+    may not do that: permissions.py) and map app errors to responses."""
+
+    @functools.wraps(func)
+    def wrapper(request: HtmxHttpRequest, public_id: str, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        try:
+            session = selectors.session_get_for_user(user=request.user, public_id=public_id, need=need)
+            return func(request, session, *args, **kwargs)
+        except (SessionNotFound, EntryNotFound) as exc:
+            raise Http404(exc.message) from None
+        except SessionForbidden as exc:
+            return HttpResponseForbidden(exc.message)
+        except SessionsError as exc:
+            return HttpResponseBadRequest(exc.message)
+
+    return login_required(wrapper)
+
+
+def session_action(need: Capability) -> Callable[[SessionFunc[...]], View[...]]:
+    """session_view for a view that changes something: `@session_action("label")`."""
+    return lambda func: session_view(func, need)
+
+
+# --- session list and import -------------------------------------------------------------------
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+@login_required
+def session_list(request: HtmxHttpRequest) -> HttpResponse:
+    form = forms.ListQueryForm(request.GET)
+    data = form.cleaned_data if form.is_valid() else {}
+    query = {k: data.get(k) or "" for k in ("q", "label", "sort")}
+    sessions = explorer.session_list(
+        user=request.user, search=query["q"], label=query["label"], sort=query["sort"] or "modified"
+    )
+    page = explorer.paginate(sessions, data.get("page"))
+    labels = explorer.labels_by_session(list(page.object_list))
+    context = {
+        "page": page,
+        "rows": [(s, labels.get(s.pk, []), _when(s)) for s in page.object_list],
+        "query": query,
+        "qs": urlencode({k: v for k, v in query.items() if v}),
+        "form": form,
+        "all_labels": explorer.all_labels(user=request.user),
+    }
+    if request.htmx and request.htmx.target == "session-table":
+        return render(request, "sessions_app/session_list.html#session-table", context)
+    return render(request, "sessions_app/session_list.html", context)
+
+
+def _when(session: Session) -> dict[str, str]:
+    modified = ""
+    if session.modified_ms:
+        modified = datetime.fromtimestamp(session.modified_ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M")
+    return {"created": session.created[:16].replace("T", " "), "modified": modified}
+
+
+@require_POST
+@login_required
+def session_import(request: HtmxHttpRequest) -> HttpResponse:
+    """Import one or more pi files; each file is accepted or rejected whole, errors with line numbers."""
+    team = request.POST.get("team", "")
+    try:
+        into = teams.team_for_import(user=_request_user(request), public_id=team) if team else None
+    except teams.TeamNotFound:
+        raise Http404("Team not found") from None
+    except SessionForbidden as exc:
+        return HttpResponseForbidden(exc.message)
+    uploads = request.FILES.getlist("files")
+    if uploads and request.POST.get("background") == "1":
+        # The page's uploader: each file imports in the background; the answer polls its progress.
+        jobs = [
+            background.job_start(user=_request_user(request), data=u.read(), name=u.name or "upload.jsonl", into=into)
+            for u in uploads
+        ]
+        return render(request, "sessions_app/import_progress.html", {"jobs": jobs}, status=202)
+    results: list[background.Result] = []
+    for upload in uploads:
+        name = upload.name or "upload.jsonl"
+        results.append(background.import_one(user=_request_user(request), data=upload.read(), name=name, into=into))
+    if not results:
+        results.append({"name": "", "ok": False, "message": "Choose one or more .jsonl files.", "errors": []})
+    status = 200 if all(r["ok"] for r in results) else 400
+    if request.htmx:
+        return render(request, "sessions_app/session_list.html#import-results", {"results": results}, status=status)
+    return render(request, "sessions_app/import_done.html", {"results": results}, status=status)
+
+
+@require_GET
+@login_required
+def import_progress(request: HtmxHttpRequest, job_id: str) -> HttpResponse:
+    """A background import's progress (polled every 300 ms), then its result. Only its user sees it."""
+    job = background.job_get(user=_request_user(request), job_id=job_id)
+    if job is None and request.htmx:
+        # Unknown (or lost in a restart): tell the poller to stop instead of failing every 300 ms.
+        return HttpResponseStopPolling(
+            '<p class="import-lost">This import is no longer tracked (the server may have restarted). '
+            "Reload the list to see what was imported.</p>"
+        )
+    if job is None:
+        raise Http404("No such import")
+    return render(request, "sessions_app/import_progress.html", {"jobs": [job]})
+
+
+# --- the session page --------------------------------------------------------------------------
+
+
+def page_url(session: Session, **params: str | None) -> str:
+    base = reverse("sessions:detail", args=[session.public_id])
+    query = {k: v for k, v in params.items() if v and not (k == "filter" and v == "default")}
+    return f"{base}?{urlencode(query)}" if query else base
+
+
+KINDS = {
+    "compaction": ("compaction", "⇊"),
+    "branch_summary": ("summary", "↯"),
+    "custom_message": ("custom", "◈"),
+    "model_change": ("model", "◇"),
+    "thinking_level_change": ("thinking", "✱"),
+    "label": ("label", "#"),
+    "session_info": ("info", "✎"),
+    "custom": ("ext", "◌"),
+}
+ROLES = {
+    "user": ("user", "●"),
+    "assistant": ("assistant", "◆"),
+    "toolResult": ("tool", "⚙"),
+    "bashExecution": ("bash", "$"),
+}
+
+
+def kind_icon(row: tv.Row) -> tuple[str, str]:
+    if row.type == "message":
+        return ROLES.get(row.role or "", ("custom", "◈"))
+    return KINDS.get(row.type, ("ext", "◌"))
+
+
+def row_text(row: tv.Row) -> str:
+    text = row.preview
+    for prefix in ("user: ", "assistant: ", TEXTLESS_PREFIX):
+        if text.startswith(prefix):
+            return text[len(prefix) :]
+    return text
+
+
+class Presenter:
+    """Turns treeview items into what the tree templates draw (labels, classes, links)."""
+
+    def __init__(
+        self,
+        session: Session,
+        *,
+        rows: dict[str, tv.Row],
+        labels: dict[str, str],
+        on_path: set[str],
+        view_leaf: str | None,
+        focus: str | None,
+        mode: str,
+    ) -> None:
+        self.session, self.rows, self.labels, self.on_path = session, rows, labels, on_path
+        self.view_leaf, self.focus, self.mode = view_leaf, focus, mode
+        self.base = reverse("sessions:detail", args=[session.public_id])
+
+    def open_url(self, node: str) -> str:
+        if node in self.on_path and self.view_leaf:
+            return page_url(self.session, leaf=self.view_leaf, target=node, filter=self.mode)
+        return page_url(self.session, target=node, filter=self.mode)
+
+    def node(self, node_id: str) -> dict[str, Any]:
+        row = self.rows[node_id]
+        kind, icon = kind_icon(row)
+        return {
+            "id": node_id,
+            "text": row_text(row),
+            "kind": kind,
+            "icon": icon,
+            "label": self.labels.get(node_id),
+            "on_path": node_id in self.on_path,
+            "current": node_id == self.session.leaf_id,
+            "focus": node_id == self.focus,
+            "url": self.open_url(node_id),
+            "type": row.type,
+            "role": row.role,
+        }
+
+    def items(self, items: Iterable[tv.Item]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for item in items:
+            if isinstance(item, tv.Gap):
+                out.append(
+                    {
+                        "gap": True,
+                        "node": item.node,
+                        "count": item.count,
+                        "seg": item.seg,
+                        "up": item.up,
+                        "depth": item.depth,
+                    }
+                )
+                continue
+            shown = self.node(item.id)
+            shown.update(seg=item.seg, head=item.head, seg_len=item.seg_len, depth=item.depth, kids=item.kids)
+            shown["alts"] = [self.branch(b, item.depth + 1) for b in item.alts]
+            out.append(shown)
+        return out
+
+    def branch(self, b: tv.Branch, depth: int) -> dict[str, Any]:
+        shown = self.node(b.id)
+        shown.update(size=b.size, depth=depth, items=self.items(b.items) if b.items is not None else None)
+        return shown
+
+
+def _place_params(request: HtmxHttpRequest) -> dict[str, Any]:
+    return forms.PlaceForm(request.GET).place()
+
+
+def _detail_context(request: HtmxHttpRequest, session: Session, params: dict[str, Any]) -> dict[str, Any]:
+    place = explorer.resolve_place(session, leaf_id=params["leaf"], target_id=params["target"])
+    data = explorer.page(session, place=place, mode=params["mode"], search=params["q"])
+    leaf_id = place.leaf.id if place.leaf else None
+    target_id = place.target.id if place.target else None
+    pres = Presenter(
+        session,
+        rows=data.tree.rows,
+        labels=data.labels,
+        on_path=data.tree.on_path,
+        view_leaf=leaf_id,
+        focus=target_id,
+        mode=params["mode"],
+    )
+    shown = _shown(data.conversation)
+    return {
+        "session": session,
+        "can": _can(request, session),
+        "leaf_id": leaf_id,
+        "target_id": target_id,
+        "mode": params["mode"],
+        "q": params["q"],
+        "filters": [(f, tv.FILTER_LABELS[f]) for f in tv.FILTERS],
+        "tree": data.tree,
+        "tree_items": pres.items(data.tree.items),
+        "tree_roots": [pres.branch(b, 1) for b in data.tree.roots],
+        "results": [pres.node(r.id) for r in data.tree.results],
+        "shown": _decorate(
+            session, shown, data.siblings, data.labels, leaf_id, params["mode"], _leaf_path(session, leaf_id)
+        ),
+        "following": leaf_id == session.leaf_id,
+        "more_above": data.conv_more_above,
+        "first_id": data.conversation[0].entry_id if data.conversation else None,
+        "more_below_url": page_url(session, leaf=leaf_id, target=data.conv_more_below, filter=params["mode"])
+        if data.conv_more_below
+        else None,
+        "draft": request.session.get(f"draft:{session.public_id}", ""),
+        "self_url": page_url(session, leaf=leaf_id, target=target_id, filter=params["mode"]),
+        "labels_used": sorted(set(data.labels.values())),
+        "when": _when(session),
+    }
+
+
+def _can(request: HtmxHttpRequest, session: Session) -> dict[str, bool]:
+    """The user's capabilities on the session, once per request, for templates: {% if can.label %}."""
+    return dict.fromkeys(permissions.session_capabilities(request.user, session), True)
+
+
+def _leaf_path(session: Session, view_leaf: str | None) -> set[str] | None:
+    """Entry ids on the session's leaf path; None when the viewer is reading that path anyway."""
+    if view_leaf == session.leaf_id or session.leaf_id is None:
+        return None
+    return {n.id for n in selectors.path_nodes(session=session, leaf_id=session.leaf_id)}
+
+
+def _shown(entries: Iterable[Any]) -> list[markup.Shown]:
+    """Path entries for the conversation; user messages keep their plain text (for Edit)."""
+    out = []
+    for e in entries:
+        s = markup.shown_entry(e.raw, e.entry_id)
+        if s.kind == "hidden":
+            continue
+        if s.kind == "user":
+            content = jsjson.loads(e.raw).get("message", {}).get("content")
+            s.data["text"] = (
+                content
+                if isinstance(content, str)
+                else "\n".join(
+                    b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"
+                )
+            )
+        out.append(s)
+    return markup.attach_results(out)
+
+
+def _decorate(
+    session: Session,
+    shown: list[markup.Shown],
+    sibs: dict[str, tv.Siblings],
+    labels: dict[str, str],
+    leaf_id: str | None,
+    mode: str,
+    leaf_path: set[str] | None = None,
+) -> list[dict[str, Any]]:
+    out = []
+    for s in shown:
+        sib = sibs.get(s.id)
+        out.append(
+            {
+                "s": s,
+                "label": labels.get(s.id),
+                "link": page_url(session, leaf=leaf_id, target=s.id),
+                "sib": sib,
+                "prev_url": page_url(session, target=sib.prev, filter=mode) if sib and sib.prev else None,
+                "next_url": page_url(session, target=sib.next, filter=mode) if sib and sib.next else None,
+                "current": s.id == session.leaf_id,
+                "off_path": leaf_path is not None and s.id not in leaf_path,
+            }
+        )
+    return out
+
+
+@require_GET
+@vary_on_headers("HX-Request", "HX-Target")
+@session_view
+def session_detail(request: HtmxHttpRequest, session: Session) -> HttpResponse:
+    context = _detail_context(request, session, _place_params(request))
+    if request.htmx and request.htmx.target in ("explorer", "tree-body", "conversation"):
+        part = {"explorer": "explorer", "tree-body": "tree-body", "conversation": "conversation"}[request.htmx.target]
+        return render(request, f"sessions_app/session_detail.html#{part}", context)
+    context.update(chat_views.composer_context(session, draft=context["draft"]))
+    audit.audit_record(action="session.open", obj_type="session", obj_id=session.public_id)
+    return render(request, "sessions_app/session_detail.html", context)
+
+
+@require_GET
+@session_view
+def tree_gap(request: HtmxHttpRequest, session: Session) -> HttpResponse:
+    form = forms.GapForm(request.GET)
+    if not form.is_valid():
+        return HttpResponseBadRequest("bad gap")
+    d = form.cleaned_data
+    mode = d.get("filter") or "default"
+    explorer.entry_row(session, d["node"])
+    items, rows, on_path = explorer.gap_panel(
+        session, node_id=d["node"], up=d["up"], depth=d.get("d") or 0, mode=mode, leaf_id=d.get("leaf") or None
+    )
+    labels = explorer.session_labels(session)
+    pres = Presenter(
+        session, rows=rows, labels=labels, on_path=on_path, view_leaf=d.get("leaf") or None, focus=None, mode=mode
+    )
+    return render(request, "sessions_app/partials/tree_items.html", _tree_ctx(session, pres.items(items), mode, d))
+
+
+@require_GET
+@session_view
+def tree_branch(request: HtmxHttpRequest, session: Session) -> HttpResponse:
+    form = forms.GapForm(request.GET)
+    if not form.is_valid():
+        return HttpResponseBadRequest("bad branch")
+    d = form.cleaned_data
+    mode = d.get("filter") or "default"
+    explorer.entry_row(session, d["node"])
+    items, rows = explorer.branch_panel(session, node_id=d["node"], depth=d.get("d") or 1, mode=mode)
+    labels = explorer.session_labels(session)
+    pres = Presenter(session, rows=rows, labels=labels, on_path=set(), view_leaf=None, focus=None, mode=mode)
+    return render(request, "sessions_app/partials/tree_items.html", _tree_ctx(session, pres.items(items), mode, d))
+
+
+def _tree_ctx(session: Session, items: list[dict[str, Any]], mode: str, d: dict[str, Any]) -> dict[str, Any]:
+    return {"session": session, "items": items, "mode": mode, "leaf_id": d.get("leaf") or ""}
+
+
+@require_GET
+@session_view
+def conversation_earlier(request: HtmxHttpRequest, session: Session) -> HttpResponse:
+    before = request.GET.get("before", "")
+    explorer.entry_row(session, before)
+    entries, more = explorer.earlier_entries(session, before)
+    shown = _shown(entries)
+    leaf = request.GET.get("leaf") or None
+    labels = explorer.session_labels(session)
+    context = {
+        "session": session,
+        "can": _can(request, session),
+        "shown": _decorate(
+            session, shown, explorer.siblings_for(session, entries), labels, leaf, "default", _leaf_path(session, leaf)
+        ),
+        "more_above": more,
+        "first_id": entries[0].entry_id if entries else None,
+        "leaf_id": leaf,
+    }
+    return render(request, "sessions_app/partials/entries.html", context)
+
+
+@require_GET
+@session_view
+def entry_output(request: HtmxHttpRequest, session: Session, entry_id: str) -> HttpResponse:
+    entry = selectors.entry_get(session=session, entry_id=entry_id)
+    data = jsjson.loads(entry.raw)
+    message = data.get("message") if isinstance(data.get("message"), dict) else {}
+    block = markup.output_block(message.get("content") or message.get("output"), full=True)
+    return render(request, "sessions_app/partials/output.html", {"b": block, "session": session})
+
+
+@require_GET
+@session_view
+def entry_image(request: HtmxHttpRequest, session: Session, entry_id: str, index: int) -> HttpResponse:
+    entry = selectors.entry_get(session=session, entry_id=entry_id)
+    found = markup.image_block(entry.raw, index)
+    if found is None:
+        raise Http404("no such image")
+    mime, data = found
+    response = HttpResponse(base64.b64decode(data), content_type=mime)
+    response["Content-Security-Policy"] = "default-src 'none'"
+    response["Cache-Control"] = "private, max-age=86400"
+    return response
+
+
+# --- actions -----------------------------------------------------------------------------------
+
+
+def _go(request: HtmxHttpRequest, url: str) -> HttpResponse:
+    """After a change: htmx swaps the explorer in place (and pushes the URL); plain forms redirect."""
+    if request.htmx:
+        return HttpResponseLocation(url, target="#explorer", select="#explorer", swap="outerHTML")
+    return redirect(url)
+
+
+def _entry_form(request: HtmxHttpRequest, session: Session, form_class: type[forms.EntryForm]) -> dict[str, Any]:
+    form = form_class(request.POST)
+    if not form.is_valid():
+        raise EntryNotFound("choose an entry")
+    return form.cleaned_data
+
+
+@require_POST
+@session_action("branch")
+def entry_continue(request: HtmxHttpRequest, session: Session) -> HttpResponse:
+    """pi's "continue from here": a user (or custom) message moves the leaf to its parent and puts
+    its text in the composer; anything else becomes the leaf."""
+    d = _entry_form(request, session, forms.EntryForm)
+    row = explorer.entry_row(session, d["entry"])
+    new_leaf, takes_text = tv.continue_target(row, row.parent_id)
+    services.leaf_move(session=session, entry_id=new_leaf)
+    key = f"draft:{session.public_id}"
+    if takes_text:
+        entry = selectors.entry_get(session=session, entry_id=row.id)
+        request.session[key] = explorer.user_text(entry)
+    else:
+        request.session.pop(key, None)
+    view_leaf = new_leaf or row.id
+    return _go(request, page_url(session, leaf=view_leaf, target=view_leaf, filter=d.get("filter")) + "#composer")
+
+
+@require_POST
+@session_action("label")
+def entry_label(request: HtmxHttpRequest, session: Session) -> HttpResponse:
+    d = _entry_form(request, session, forms.LabelForm)
+    explorer.entry_row(session, d["entry"])
+    label = "" if d.get("clear") else d.get("label", "")
+    services.label_set(session=session, target_id=d["entry"], label=label, author=_request_user(request))
+    return _go(
+        request, page_url(session, leaf=d.get("leaf"), target=d.get("target") or d["entry"], filter=d.get("filter"))
+    )
+
+
+@require_POST
+@session_action("fork")
+def entry_fork(request: HtmxHttpRequest, session: Session) -> HttpResponse:
+    """A new session with the path to this entry (from a user message: to its parent, text to the composer)."""
+    d = _entry_form(request, session, forms.EntryForm)
+    row = explorer.entry_row(session, d["entry"])
+    at, takes_text = tv.continue_target(row, row.parent_id)
+    fork = services.session_fork(session=session, entry_id=at or row.id, owner=_request_user(request))
+    if takes_text and at is not None:
+        request.session[f"draft:{fork.public_id}"] = explorer.user_text(
+            selectors.entry_get(session=session, entry_id=row.id)
+        )
+    url = page_url(fork)
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+@require_POST
+@session_action("chat")
+def entry_append(request: HtmxHttpRequest, session: Session) -> HttpResponse:
+    """The composer: append the text as a user message at the session's leaf."""
+    form = forms.ComposerForm(request.POST)
+    if not form.is_valid():
+        return HttpResponseBadRequest("Write something first.")
+    payload = {
+        "type": "message",
+        "message": {
+            "role": "user",
+            "content": [{"type": "text", "text": form.cleaned_data["text"]}],
+            "timestamp": _now_ms(),
+        },
+    }
+    entry = services.entry_append(session=session, payload=payload, author=_request_user(request))
+    request.session.pop(f"draft:{session.public_id}", None)
+    return _go(request, page_url(session, leaf=entry.entry_id, target=entry.entry_id))
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@require_POST
+@session_action("manage")
+def session_rename(request: HtmxHttpRequest, session: Session) -> HttpResponse:
+    form = forms.RenameForm(request.POST)
+    if not form.is_valid():
+        return HttpResponseBadRequest("A name is required.")
+    services.session_rename(session=session, name=form.cleaned_data["name"], author=_request_user(request))
+    return _go(request, request.POST.get("next") or page_url(session))
+
+
+@require_http_methods(["GET", "POST"])
+@session_action("delete")
+def session_delete(request: HtmxHttpRequest, session: Session) -> HttpResponse:
+    if request.method == "POST":
+        services.session_delete(session=session)
+        url = reverse("sessions:list")
+        return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+    return render(request, "sessions_app/session_delete.html", {"session": session})
+
+
+@require_GET
+@session_view
+def export_jsonl(request: HtmxHttpRequest, session: Session) -> StreamingHttpResponse:
+    audit.audit_record(action="session.export", obj_type="session", obj_id=session.public_id, extra={"format": "jsonl"})
+    response = StreamingHttpResponse(selectors.export_lines(session=session), content_type="application/x-ndjson")
+    response["Content-Disposition"] = f'attachment; filename="{_file_stem(session)}.jsonl"'
+    return response
+
+
+@require_GET
+@session_view
+def export_page(request: HtmxHttpRequest, session: Session) -> HttpResponse:
+    audit.audit_record(action="session.export", obj_type="session", obj_id=session.public_id, extra={"format": "html"})
+    response = HttpResponse(markup.export_html(session), content_type="text/html; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="pi-session-{_file_stem(session)}.html"'
+    return response
+
+
+def _file_stem(session: Session) -> str:
+    return "".join(c for c in session.public_id if c.isalnum() or c in "-_")[:80] or "session"
