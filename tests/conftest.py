@@ -15,10 +15,8 @@ import pytest
 from django.db.models.signals import post_migrate
 from django.test import Client
 
-ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
-FIXTURES = SHARED / "fixtures" / "pi"
-BASELINE_SRC = SHARED / "bench" / "pi-baseline"
+from tests.paths import BASELINE_SRC, ROOT
+
 (ROOT / "var").mkdir(exist_ok=True)  # the SQLite test database lives there
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from html.parser import HTMLParser
 from typing import Any
+
+from tests.builders import header, jsonl
 
 PAYLOADS = [
     "<script>window.__xss=1</script>",
@@ -85,16 +86,10 @@ def assert_no_live_payload(html: str) -> None:
     assert not audit.problems, f"live payload markup in the page: {audit.problems[:5]}"
 
 
-def jsonl(header_id: str, entries: list[dict[str, Any]]) -> bytes:
-    lines = [{"type": "session", "version": 3, "id": header_id, "timestamp": "2026-01-05T09:00:00.000Z", "cwd": "/x"}]
-    parent = None
-    for k, e in enumerate(entries):
-        full = {
-            **e,
-            "id": f"e{k:04d}",
-            "parentId": parent,
-            "timestamp": f"2026-01-05T09:{k // 60:02d}:{k % 60:02d}.000Z",
-        }
-        lines.append(full)
-        parent = full["id"]
-    return ("\n".join(json.dumps(x) for x in lines) + "\n").encode()
+def session_file(header_id: str, payloads: list[dict[str, Any]]) -> bytes:
+    """A linear session file of these payloads (ids e0000, e0001, ...)."""
+    lines: list[dict[str, Any]] = []
+    for k, payload in enumerate(payloads):
+        stamp = f"2026-01-05T09:{k // 60:02d}:{k % 60:02d}.000Z"
+        lines.append({**payload, "id": f"e{k:04d}", "parentId": lines[-1]["id"] if lines else None, "timestamp": stamp})
+    return jsonl(header(header_id, timestamp="2026-01-05T09:00:00.000Z", cwd="/x"), *lines)

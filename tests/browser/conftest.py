@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -12,7 +11,6 @@ ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
     "--disable-sync", "--no-first-run",
 ]  # fmt: skip
-SHOTS = Path("/tmp/shots")
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +52,3 @@ def login(browser, live_server, django_user_model):
     yield make
     for ctx in contexts:
         ctx.close()
-
-
-def shot(page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"))

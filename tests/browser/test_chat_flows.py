@@ -22,7 +22,8 @@ from django.test import Client
 from sessions_app.core import jsjson
 from sessions_app.models import Entry, Session
 from sessions_app.store import services
-from tests.browser.conftest import shot
+from tests.browser.shots import shot
+from tests.builders import stored_message
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 ROOT = Path(__file__).resolve().parents[2]
@@ -140,11 +141,6 @@ def last_entry(s: Session, **filters: Any) -> Entry:
     return entry
 
 
-def message(entry: Entry) -> dict[str, Any]:
-    data: dict[str, Any] = jsjson.loads(entry.raw)["message"]
-    return data
-
-
 def test_send_stream_stop_and_a_second_viewer(chat_login, server):
     owner = User.objects.get(username="alice")
     s = services.session_create(owner=owner, name="Live chat")
@@ -182,14 +178,14 @@ def test_send_stream_stop_and_a_second_viewer(chat_login, server):
     for page in (a, b):
         page.wait_for_selector("#conversation .m-assistant .note:has-text('Aborted')")
     reply = last_entry(s, type="message")
-    assert message(reply)["stopReason"] == "aborted"
-    assert 0 < len(message(reply)["content"][0]["text"]) < 200
+    assert stored_message(reply)["stopReason"] == "aborted"
+    assert 0 < len(stored_message(reply)["content"][0]["text"]) < 200
     assert a.locator("#conversation .m-assistant").count() == 2
     shot(a, "chat-stopped-light")
 
 
 def test_edit_regenerate_compact_and_switch_branches(chat_login, server):
-    from tests.views.conftest import assistant, user
+    from tests.builders import assistant, user
 
     owner = User.objects.get(username="alice")
     s = services.session_create(owner=owner, name="Branching chat")

@@ -11,15 +11,15 @@ from django.contrib.auth.models import User
 
 from sessions_app.models import Session
 from sessions_app.store import services
-from tests.browser.conftest import shot
-from tests.conftest import FIXTURES
+from tests.browser.shots import shot
+from tests.paths import FIXTURES
 from tests.xss import ALL, hostile_payloads
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def branchy(owner: User) -> tuple[Session, dict[str, str]]:
-    from tests.views.conftest import assistant, user
+    from tests.builders import assistant, user
 
     s = services.session_create(owner=owner, name="Branchy session")
     ids: dict[str, str] = {}

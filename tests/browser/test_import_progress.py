@@ -9,7 +9,7 @@ import pytest
 
 from sessions_app.models import Session
 from sessions_app.store import services
-from tests.browser.conftest import shot
+from tests.browser.shots import shot
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from sessions_app.models import ShareLink
-from tests.browser.conftest import shot
+from tests.browser.shots import shot
 from tests.browser.test_explorer_flows import branchy
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -8,8 +8,8 @@ from django.contrib.auth.models import User
 
 from sessions_app.models import ShareLink
 from sessions_app.store import services
-from tests.browser.conftest import shot
-from tests.views.conftest import assistant, user
+from tests.browser.shots import shot
+from tests.builders import assistant, user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-
-def session_id_of(data: bytes) -> str:
-    return str(json.loads(data.split(b"\n", 1)[0])["id"])
 
 
 @pytest.fixture

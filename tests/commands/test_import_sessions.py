@@ -10,7 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from sessions_app.models import Entry, Session
-from tests.commands.conftest import session_id_of
+from tests.builders import session_id_of
 
 pytestmark = pytest.mark.django_db
 

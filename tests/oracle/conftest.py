@@ -5,59 +5,26 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.oracle.oracle import (
     GEN_SESSION,
+    GENERATED,
+    LARGE,
+    LARGE_INDEXES,
     MISSING,
+    OWN,
     OWN_FIXTURES,
-    PI_FIXTURES,
     PiOracle,
+    StaticFile,
     entry_objects,
     interesting_leaves,
     read_lines,
 )
 
 pytestmark = pytest.mark.oracle
-
-
-@dataclass(frozen=True)
-class Generated:
-    name: str
-    entries: int
-    branch_prob: float
-    compactions: int
-    labels: int
-    seed: int
-    extra: tuple[str, ...] = ()
-
-
-GENERATED = [
-    Generated("branchy", 1500, 0.3, 4, 40, 11),
-    Generated("compacted", 2000, 0.05, 10, 20, 12),
-    Generated("linear", 1200, 0.0, 3, 15, 13),
-    Generated("summaries", 800, 0.15, 6, 25, 14, ("--branch-summary-prob", "0.7", "--far-jump-prob", "0.5")),
-    Generated("small", 200, 0.1, 3, 10, 15, ("--cwd", "/home/dev/é space")),
-]
-OWN = sorted(p.name for p in OWN_FIXTURES.glob("*.jsonl"))
-LARGE = PI_FIXTURES / "large-session.jsonl"
-LARGE_INDEXES = [0, 1, 2, 3, 10, 100, 250, 500, 833, 836, 837, 1000, 1016, 1017]
-
-
-@dataclass
-class StaticFile:
-    """A session file and what pi makes of it."""
-
-    path: Path
-    data: bytes
-    version: int
-    leaves: list[str]  # asked by id (v2/v3 files)
-    indexes: list[int]  # asked by position in getEntries() (v1 files: pi draws the ids)
-    pi: dict[str, Any]
 
 
 @pytest.fixture(scope="session")

@@ -17,9 +17,11 @@ import pytest
 from sessions_app.core import context
 from sessions_app.core.tree import TreeIndex, children, index
 from sessions_app.store import services
-from tests.oracle.conftest import GENERATED, OWN, StaticFile
 from tests.oracle.oracle import (
+    GENERATED,
+    OWN,
     PiOracle,
+    StaticFile,
     assert_contexts_match,
     assert_listing_matches,
     assert_same_json,

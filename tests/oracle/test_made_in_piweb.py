@@ -14,6 +14,7 @@ import pytest
 from sessions_app.core import context
 from sessions_app.models import Session
 from sessions_app.store import demo, services
+from tests.builders import assistant, user
 from tests.oracle.oracle import (
     MISSING,
     PiOracle,
@@ -29,24 +30,14 @@ from tests.oracle.oracle import (
 
 pytestmark = [pytest.mark.oracle, pytest.mark.django_db]
 
-MODEL = {"api": "anthropic-messages", "provider": "anthropic", "model": "claude-sonnet-4-5"}
 USAGE = {
     "input": 5.0, "output": 120, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 125.0,
     "cost": {"input": 0.000009, "output": 1e-7, "cacheRead": 0.0, "cacheWrite": 2.5e-8, "total": 0.30000000000000004},
 }  # fmt: skip
 
 
-def _user(text: str, ts: int) -> dict[str, Any]:
-    message = {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": ts}
-    return {"type": "message", "message": message}
-
-
 def _assistant(text: str, ts: int, **extra: Any) -> dict[str, Any]:
-    content: list[dict[str, Any]] = [{"type": "text", "text": text}]
-    if "call" in extra:
-        content.append(extra.pop("call"))
-    message = {"role": "assistant", "content": content, **MODEL, "usage": USAGE, "stopReason": "stop", "timestamp": ts}
-    return {"type": "message", "message": {**message, **extra}}
+    return assistant(text, ts, usage=USAGE, **extra)
 
 
 def _tool_result(call_id: str, text: str, ts: int) -> dict[str, Any]:
@@ -65,7 +56,7 @@ def _conversation(alice: Any) -> tuple[Session, dict[str, str]]:
     ids: dict[str, str] = {}
     add({"type": "model_change", "provider": "anthropic", "modelId": "claude-sonnet-4-5"})
     add({"type": "thinking_level_change", "thinkingLevel": "medium"})
-    ids["q1"] = add(_user("List the files, please.", 1_760_000_000_000))
+    ids["q1"] = add(user("List the files, please.", 1_760_000_000_000))
     call = {"type": "toolCall", "id": "call_1", "name": "bash", "arguments": {"command": "ls", "2": "b", "1": "a"}}
     ids["a1"] = add(_assistant("Listing.", 1_760_000_001_000, call=call, stopReason="toolUse"))
     ids["r1"] = add(_tool_result("call_1", "a.py\nb.py", 1_760_000_002_000))
@@ -75,11 +66,11 @@ def _conversation(alice: Any) -> tuple[Session, dict[str, str]]:
     ids["custom"] = add({"type": "custom", "customType": "ext-state", "data": {"n": 1, "xs": [1.5, 2.0]}})
     services.label_set(session=s, target_id=ids["q1"], label="question", author=alice)
     services.label_set(session=s, target_id=ids["a2"], label="  answer  ", author=alice)
-    ids["q2"] = add(_user("Now open a.py.", 1_760_000_004_000))
+    ids["q2"] = add(user("Now open a.py.", 1_760_000_004_000))
     ids["a3"] = add(_assistant("a.py holds the app.", 1_760_000_005_000))
     # A retry: back to a2, another user turn (a sibling of q2).
     services.leaf_move(session=s, entry_id=ids["a2"])
-    ids["q2b"] = add(_user("Open b.py instead.", 1_760_000_006_000))
+    ids["q2b"] = add(user("Open b.py instead.", 1_760_000_006_000))
     add({"type": "model_change", "provider": "openai", "modelId": "gpt-5.1-codex"})
     ids["a3b"] = add(_assistant("b.py holds the tests.", 1_760_000_007_000, provider="openai", model="gpt-5.1-codex"))
     services.label_set(session=s, target_id=ids["q1"], label=None, author=alice)  # cleared
@@ -89,7 +80,7 @@ def _conversation(alice: Any) -> tuple[Session, dict[str, str]]:
                              "tokensBefore": 12345, "details": {"readFiles": ["b.py"], "modifiedFiles": []},
                              "fromHook": False})  # fmt: skip
     add({"type": "thinking_level_change", "thinkingLevel": "high"})
-    ids["q3"] = add(_user("Summarise.", 1_760_000_008_000))
+    ids["q3"] = add(user("Summarise.", 1_760_000_008_000))
     ids["a4"] = add(_assistant("Done.", 1_760_000_009_000))
     services.label_set(session=s, target_id=ids["q1"], label="question again", author=alice)
     # Back to q2's answer with a summary of the abandoned branch.
@@ -97,7 +88,7 @@ def _conversation(alice: Any) -> tuple[Session, dict[str, str]]:
         session=s, entry_id=ids["a3"], summary="Explored b.py; came back.",
         details={"readFiles": ["b.py"], "modifiedFiles": []}, from_hook=False, author=alice,
     ).entry_id  # fmt: skip
-    ids["q4"] = add(_user("Back on a.py.", 1_760_000_010_000))
+    ids["q4"] = add(user("Back on a.py.", 1_760_000_010_000))
     ids["a5"] = add(_assistant("Still the app.", 1_760_000_011_000))
     # An extension's summary, appended as a plain entry (not through branch_with_summary).
     add({"type": "branch_summary", "fromId": ids["a3b"], "summary": "From an extension.", "details": {"2": 2, "1": 1},
@@ -111,13 +102,13 @@ def _conversation(alice: Any) -> tuple[Session, dict[str, str]]:
 def _roots(alice: Any) -> Session:
     """Several roots: a new root after leaf_move(None), a branch summary at the root; leaf None."""
     s = services.session_create(owner=alice, cwd="/tmp")
-    first = services.entry_append(session=s, payload=_user("First root.", 1_760_000_100_000)).entry_id
+    first = services.entry_append(session=s, payload=user("First root.", 1_760_000_100_000)).entry_id
     services.entry_append(session=s, payload=_assistant("One.", 1_760_000_101_000))
     services.leaf_move(session=s, entry_id=None)
-    services.entry_append(session=s, payload=_user("Second root.", 1_760_000_102_000))
+    services.entry_append(session=s, payload=user("Second root.", 1_760_000_102_000))
     services.entry_append(session=s, payload=_assistant("Two.", 1_760_000_103_000))
     services.branch_with_summary(session=s, entry_id=None, summary="Started over from the very beginning.")
-    services.entry_append(session=s, payload=_user("Third root, under a summary.", 1_760_000_104_000))
+    services.entry_append(session=s, payload=user("Third root, under a summary.", 1_760_000_104_000))
     services.label_set(session=s, target_id=first, label="first")
     services.session_rename(session=s, name="Named")
     services.session_rename(session=s, name="")  # pi: an empty name clears it

@@ -1,87 +1,14 @@
-"""Small builders and invariant checks shared by the store and service tests."""
+"""Reads and invariant checks shared by the store tests."""
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sessions_app.core import jsjson
 from sessions_app.core.tree import Node
 from sessions_app.models import Entry, Session
 from sessions_app.store import selectors
-
-HEX8 = re.compile(r"^[0-9a-f]{8}$")
-ISO_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
-SESSION_ID = "3f0c6a52-9a0e-4d7e-8a39-5d2f7b0c1e11"
-
-
-def user(text: str, ts: int = 1_765_000_000_000) -> dict[str, Any]:
-    """A `message` entry payload holding a user message, as pi writes them."""
-    return {
-        "type": "message",
-        "message": {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": ts},
-    }
-
-
-def assistant(text: str, model: str = "claude-sonnet-4-5", ts: int = 1_765_000_001_000) -> dict[str, Any]:
-    return {
-        "type": "message",
-        "message": {
-            "role": "assistant",
-            "content": [{"type": "text", "text": text}],
-            "api": "anthropic-messages",
-            "provider": "anthropic",
-            "model": model,
-            "usage": {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 3},
-            "stopReason": "stop",
-            "timestamp": ts,
-        },
-    }
-
-
-def header(session_id: str = SESSION_ID, version: int | None = 3, **extra: Any) -> dict[str, Any]:
-    obj: dict[str, Any] = {"type": "session"}
-    if version is not None:
-        obj["version"] = version
-    obj.update({"id": session_id, "timestamp": "2025-12-08T23:22:54.411Z", "cwd": "/home/u/proj"})
-    obj.update(extra)
-    return obj
-
-
-def entry(
-    entry_id: str,
-    parent_id: str | None,
-    kind: str = "message",
-    timestamp: str = "2025-12-08T23:23:00.000Z",
-    **fields: Any,
-) -> dict[str, Any]:
-    """A v3 entry line object. A `message` without fields gets a user message."""
-    obj: dict[str, Any] = {"type": kind, "id": entry_id, "parentId": parent_id, "timestamp": timestamp}
-    if kind == "message" and "message" not in fields:
-        fields["message"] = user(f"text of {entry_id}")["message"]
-    obj.update(fields)
-    return obj
-
-
-def line(obj: Any) -> bytes:
-    """obj as JSON.stringify writes it (lone surrogates escaped, JS number forms)."""
-    return jsjson.dumps(obj).encode()
-
-
-def jsonl(*objs: Any) -> bytes:
-    """A session file: one compact JSON line per object (bytes are used as they are)."""
-    return b"".join((o if isinstance(o, bytes) else line(o)) + b"\n" for o in objs)
-
-
-def chain(n: int, start: int = 1, parent: str | None = None) -> list[dict[str, Any]]:
-    """n linked entries e<start>.. (ids like 'e0000001'), the first a child of parent."""
-    out = []
-    for i in range(start, start + n):
-        out.append(entry(f"e{i:07d}", parent, timestamp=f"2025-12-08T23:{i // 60 % 60:02d}:{i % 60:02d}.000Z"))
-        parent = out[-1]["id"]
-    return out
 
 
 def counts() -> tuple[int, int]:

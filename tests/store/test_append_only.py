@@ -10,7 +10,8 @@ from django.db import DatabaseError, connection, transaction
 
 from sessions_app.models import Entry, Session
 from sessions_app.store import services
-from tests.store.helpers import assert_tree, assistant, counts, snapshot, user
+from tests.builders import assistant, user
+from tests.store.helpers import assert_tree, counts, snapshot
 
 pytestmark = pytest.mark.django_db
 

@@ -20,8 +20,9 @@ from sessions_app.core.context import build_session_context
 from sessions_app.errors import SessionNotFound
 from sessions_app.models import Entry, Session
 from sessions_app.store import selectors, services
+from tests.builders import chain, header, jsonl
 from tests.store import workers
-from tests.store.helpers import assert_tree, chain, header, jsonl, nodes
+from tests.store.helpers import assert_tree, nodes
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("_sessions_deleted_after")]
 

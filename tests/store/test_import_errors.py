@@ -12,21 +12,9 @@ from django.contrib.auth.models import User
 from sessions_app.errors import ImportRejected, SessionsError
 from sessions_app.models import Session
 from sessions_app.store import selectors, services
-from tests.store.helpers import (
-    assert_tree,
-    assistant,
-    chain,
-    counts,
-    entry,
-    export_bytes,
-    header,
-    jsonl,
-    problems,
-    user,
-)
-from tests.store.helpers import (
-    line as json_line,
-)
+from tests.builders import assistant, chain, entry, header, jsonl, user
+from tests.builders import line as json_line
+from tests.store.helpers import assert_tree, counts, export_bytes, problems
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ from django.core.cache import cache
 
 from sessions_app.models import Entry, Session
 from sessions_app.store import selectors, services, tree_nodes
-from tests.store.helpers import assistant, user
+from tests.builders import assistant, user
 
 pytestmark = pytest.mark.django_db
 

@@ -1,0 +1,178 @@
+"""POST /api/sessions/import: upload a pi JSONL file (multipart field `file`)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from sessions_app.models import Entry, Session
+from tests.web.api.helpers import url
+
+pytestmark = pytest.mark.django_db
+
+HEADER = {"type": "session", "version": 3, "id": "11111111-2222-4333-8444-555555555555",
+          "timestamp": "2026-01-05T09:00:00.000Z", "cwd": "/tmp/p"}  # fmt: skip
+
+
+def line(entry_id: str, parent: str | None, text: str, role: str = "user") -> str:
+    content = text if role == "user" else [{"type": "text", "text": text}]
+    return json.dumps(
+        {"type": "message", "id": entry_id, "parentId": parent, "timestamp": "2026-01-05T09:00:01.000Z",
+         "message": {"role": role, "content": content, "timestamp": 1767603601000}},
+        separators=(",", ":"),
+    )  # fmt: skip
+
+
+def jsonl(*lines: str) -> bytes:
+    return ("\n".join([json.dumps(HEADER, separators=(",", ":")), *lines]) + "\n").encode()
+
+
+def upload(client, data: bytes, name: str = "session.jsonl", **form):
+    return client.post(url(suffix="/import"), {"file": SimpleUploadedFile(name, data), **form})
+
+
+def test_import_generated_session(alice, alice_client, generated):
+    data = generated(entries=60, seed=2, compactions=1, labels=3)
+    header = json.loads(data.split(b"\n", 1)[0])
+    response = upload(alice_client, data)
+    assert response.status_code == 201
+    body = response.json()
+    assert body["id"] == header["id"]
+    assert body["created"] is True
+    assert body["entries"] == 60
+    assert body["skipped"] == []
+    assert body["version"] == 3
+    assert body["session"]["id"] == header["id"]
+    assert body["session"]["entries"] == 60
+    session = Session.objects.get(public_id=header["id"])
+    assert session.owner == alice
+    assert session.entries.count() == 60
+    last = json.loads(data.rstrip(b"\n").rsplit(b"\n", 1)[1])
+    assert session.leaf_id == last["id"] == body["session"]["leafId"]
+
+
+def test_reupload_adds_nothing(alice_client, generated):
+    data = generated(entries=30, seed=3)
+    assert upload(alice_client, data).status_code == 201
+    response = upload(alice_client, data)
+    assert response.status_code == 200
+    body = response.json()
+    assert body["created"] is False
+    assert body["entries"] == 0
+    assert Entry.objects.count() == 30
+
+
+def test_grown_file_adds_only_new_lines(alice_client):
+    first = jsonl(line("a1", None, "hello"))
+    assert upload(alice_client, first).json()["entries"] == 1
+    grown = first + (line("a2", "a1", "hi!", role="assistant") + "\n").encode()
+    response = upload(alice_client, grown)
+    assert response.status_code == 201
+    assert response.json()["created"] is False
+    assert response.json()["entries"] == 1
+    assert response.json()["session"]["leafId"] == "a2"
+    assert list(Entry.objects.order_by("seq").values_list("entry_id", flat=True)) == ["a1", "a2"]
+
+
+def test_bad_file_is_rejected_whole(alice_client):
+    data = jsonl(line("a1", None, "fine"), "{not json", line("a3", "missing", "orphan"))
+    response = upload(alice_client, data)
+    assert response.status_code == 400
+    body = response.json()
+    assert [e["line"] for e in body["errors"]] == [3, 4]
+    assert all(set(e) == {"line", "message"} for e in body["errors"])
+    assert "missing" in body["errors"][1]["message"]
+    assert "nothing was imported" in body["message"]
+    assert Session.objects.count() == 0
+    assert Entry.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"", "empty"),
+        (b'{"type":"message","id":"x"}\n', "session header"),
+        (b"garbage\n", "broken header"),
+    ],
+)
+def test_file_without_usable_header(alice_client, data, message):
+    response = upload(alice_client, data)
+    assert response.status_code == 400
+    [error] = response.json()["errors"]
+    assert message in error["message"]
+    assert Session.objects.count() == 0
+
+
+def test_partial_imports_the_valid_part(alice_client):
+    data = jsonl(line("a1", None, "fine"), "{not json", line("a3", "a1", "also fine"), line("a4", "zz", "orphan"))
+    response = upload(alice_client, data, partial="true")
+    assert response.status_code == 201
+    body = response.json()
+    assert body["entries"] == 2
+    assert [s["line"] for s in body["skipped"]] == [3, 5]
+    assert all(s["message"] for s in body["skipped"])
+    session = Session.objects.get(public_id=HEADER["id"])
+    assert sorted(session.entries.values_list("entry_id", flat=True)) == ["a1", "a3"]
+    assert [p["line"] for p in session.import_report] == [3, 5]
+
+
+def test_partial_false_is_the_default(alice_client):
+    data = jsonl(line("a1", None, "fine"), "{not json")
+    assert upload(alice_client, data, partial="false").status_code == 400
+    assert Session.objects.count() == 0
+
+
+def test_old_version_is_migrated(alice_client):
+    v1_header = {"type": "session", "id": "v1-session", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/x"}
+    v1_message = {"type": "message", "timestamp": "2025-01-01T00:00:01.000Z",
+                  "message": {"role": "user", "content": "hi", "timestamp": 1735689601000}}  # fmt: skip
+    data = (json.dumps(v1_header) + "\n" + json.dumps(v1_message) + "\n").encode()
+    response = upload(alice_client, data)
+    assert response.status_code == 201
+    assert response.json()["version"] == 1
+    [entry] = Entry.objects.filter(session__public_id="v1-session")
+    assert entry.parent_id is None
+    assert entry.entry_id
+
+
+def test_someone_elses_session_id_conflicts(alice_client, bob_client):
+    data = jsonl(line("a1", None, "alice's"))
+    assert upload(alice_client, data).status_code == 201
+    response = upload(bob_client, data)
+    assert response.status_code == 409
+    assert Session.objects.get().owner.username == "alice"
+
+
+def test_file_field_is_required(alice_client):
+    response = alice_client.post(url(suffix="/import"), {})
+    assert response.status_code == 422
+
+
+@pytest.mark.parametrize(
+    ("header", "field"),
+    [({"id": "s" * 201}, "id"), ({"timestamp": "2026-01-05T09:00:00." + "0" * 60 + "Z"}, "timestamp")],
+)
+def test_header_values_too_long_to_store_are_rejected(alice_client, header, field):
+    data = (json.dumps({**HEADER, **header}) + "\n" + line("a1", None, "hi") + "\n").encode()
+    response = upload(alice_client, data)
+    assert response.status_code == 400
+    [error] = response.json()["errors"]
+    assert error["line"] == 1
+    assert f"field '{field}'" in error["message"]
+    assert Session.objects.count() == 0
+
+
+def test_entry_ids_too_long_to_store_are_rejected_with_their_line(alice_client):
+    long_id = "e" * 201
+    data = jsonl(line("a1", None, "fine"), line(long_id, "a1", "too long"), line("a3", long_id, "child"))
+    response = upload(alice_client, data)
+    assert response.status_code == 400
+    errors = response.json()["errors"]
+    assert [e["line"] for e in errors] == [3, 4]
+    assert "field 'id'" in errors[0]["message"]
+    partial = upload(alice_client, data, partial="true")
+    assert partial.status_code == 201
+    assert partial.json()["entries"] == 1
+    assert [s["line"] for s in partial.json()["skipped"]] == [3, 4]

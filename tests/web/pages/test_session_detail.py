@@ -1,0 +1,137 @@
+"""The session page: full page vs htmx fragments, deep links, filters, search, lazy parts, access."""
+
+from __future__ import annotations
+
+import pytest
+
+from sessions_app.store import services
+from tests.worlds import detail
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_renders_the_full_page_with_tree_and_conversation(alice_client, tree):
+    r = alice_client.get(detail(tree))
+    html = r.content.decode()
+    assert r.status_code == 200
+    assert "<html" in html
+    assert 'id="explorer"' in html and 'id="tree-body"' in html and 'id="conversation"' in html
+    assert "Branchy session" in html
+    # The path to the leaf is drawn; the other branch is an alternative at the branch point a1.
+    assert f'id="e-{tree.ids["a3a"]}"' in html
+    assert f'id="e-{tree.ids["a2b"]}"' not in html
+    assert f'id="t-{tree.ids["u2b"]}"' in html  # small trees draw alternatives in full
+    assert 'class="badge">question' in html.replace("\n", "")
+    # markdown and highlighting, raw HTML off
+    assert "<strong>parse</strong>" in html
+    assert 'class="hl"' in html
+    assert r.headers["Vary"].count("HX-Request") == 1
+
+
+def test_htmx_requests_get_fragments(htmx_client, tree):
+    for target in ("explorer", "tree-body", "conversation"):
+        r = htmx_client.get(detail(tree), headers={"HX-Target": target})
+        html = r.content.decode()
+        assert r.status_code == 200
+        assert "<html" not in html
+        assert f'id="{target}"' in html
+        assert "HX-Request" in r.headers["Vary"]
+
+
+def test_a_deep_link_opens_that_path_at_the_target(alice_client, tree):
+    r = alice_client.get(detail(tree, leaf=tree.ids["a2b"], target=tree.ids["u2b"]))
+    html = r.content.decode()
+    assert f'data-target="{tree.ids["u2b"]}"' in html
+    assert f'id="e-{tree.ids["a2b"]}"' in html
+    assert f'id="e-{tree.ids["a3a"]}"' not in html
+    assert 'class="msg m-user target"' in html
+
+
+def test_a_target_alone_opens_the_newest_leaf_under_it(alice_client, tree):
+    html = alice_client.get(detail(tree, target=tree.ids["u2b"])).content.decode()
+    assert f'data-leaf="{tree.ids["a2b"]}"' in html
+
+
+def test_branch_points_get_a_sibling_switcher(alice_client, tree):
+    html = alice_client.get(detail(tree)).content.decode()
+    assert '<span class="sib-pos">1/2</span>' in html
+    assert f"target={tree.ids['u2b']}" in html  # the "next" link
+    html = alice_client.get(detail(tree, target=tree.ids["u2b"])).content.decode()
+    assert '<span class="sib-pos">2/2</span>' in html
+
+
+def test_tool_results_sit_under_their_call_and_long_output_is_truncated(alice_client, tree):
+    html = alice_client.get(detail(tree)).content.decode()
+    assert f'id="e-{tree.ids["tool"]}"' not in html  # drawn inside the call
+    assert "line 39" in html and "line 150" not in html
+    assert "Show all" in html
+    full = alice_client.get(f"/sessions/{tree.session.public_id}/entries/{tree.ids['tool']}/output/")
+    assert "line 199" in full.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("mode", "present", "absent"),
+    [
+        ("default", ["u1", "tool"], ["model"]),
+        ("no-tools", ["u1"], ["tool", "model"]),
+        ("user-only", ["u1", "u2a"], ["a1", "tool"]),
+        ("labeled-only", ["u1"], ["u2a"]),
+        ("all", ["model", "u1", "tool"], []),
+    ],
+)
+def test_tree_filters(htmx_client, tree, mode, present, absent):
+    html = htmx_client.get(detail(tree, filter=mode), headers={"HX-Target": "tree-body"}).content.decode()
+    for key in present:
+        assert f'id="t-{tree.ids[key]}"' in html, key
+    for key in absent:
+        assert f'id="t-{tree.ids[key]}"' not in html, key
+
+
+def test_tree_search_needs_every_word(htmx_client, tree):
+    html = htmx_client.get(detail(tree, q="in go"), headers={"HX-Target": "tree-body"}).content.decode()
+    assert f'id="t-{tree.ids["u2b"]}"' in html
+    assert f'id="t-{tree.ids["u2a"]}"' not in html
+    html = htmx_client.get(detail(tree, q="question"), headers={"HX-Target": "tree-body"}).content.decode()
+    assert f'id="t-{tree.ids["u1"]}"' in html  # labels are searched too
+
+
+def test_unknown_sessions_and_entries_are_404(alice_client, bob_client, tree):
+    assert alice_client.get("/sessions/nope/").status_code == 404
+    assert alice_client.get(detail(tree, target="nope")).status_code == 404
+    for url in [
+        detail(tree),
+        f"/sessions/{tree.session.public_id}/tree/gap/?node={tree.ids['u1']}",
+        f"/sessions/{tree.session.public_id}/tree/branch/?node={tree.ids['u2b']}",
+        f"/sessions/{tree.session.public_id}/conversation/earlier/?before={tree.ids['a1']}",
+        f"/sessions/{tree.session.public_id}/entries/{tree.ids['tool']}/output/",
+        f"/sessions/{tree.session.public_id}/entries/{tree.ids['u1']}/image/0/",
+        f"/sessions/{tree.session.public_id}/export.jsonl",
+        f"/sessions/{tree.session.public_id}/export.html",
+        f"/sessions/{tree.session.public_id}/delete/",
+    ]:
+        assert bob_client.get(url).status_code == 404, url
+
+
+def test_anonymous_users_are_sent_to_sign_in(client, tree):
+    r = client.get(detail(tree))
+    assert r.status_code == 302 and "/accounts/login/" in r["Location"]
+
+
+def test_branch_and_gap_fragments(alice_client, tree):
+    sid = tree.session.public_id
+    html = alice_client.get(f"/sessions/{sid}/tree/branch/?node={tree.ids['u2b']}&d=1").content.decode()
+    assert f'id="t-{tree.ids["u2b"]}"' in html and f'id="t-{tree.ids["a2b"]}"' in html
+    html = alice_client.get(f"/sessions/{sid}/tree/gap/?node={tree.ids['u2a']}&up=1&d=0").content.decode()
+    assert f'id="t-{tree.ids["a1"]}"' in html and f'id="t-{tree.ids["u2a"]}"' not in html
+
+
+def test_images_are_served_from_their_entry(alice_client, alice, tree):
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="
+    payload = {"type": "message", "message": {"role": "user", "timestamp": 1, "content": [
+        {"type": "text", "text": "see"}, {"type": "image", "data": png, "mimeType": "image/png"}]}}  # fmt: skip
+    entry = services.entry_append(session=tree.session, payload=payload, author=alice)
+    html = alice_client.get(detail(tree)).content.decode()
+    url = f"/sessions/{tree.session.public_id}/entries/{entry.entry_id}/image/1/"
+    assert url in html
+    r = alice_client.get(url)
+    assert r.status_code == 200 and r["Content-Type"] == "image/png" and r.content.startswith(b"\x89PNG")

@@ -1,0 +1,75 @@
+"""The session list: search, label filter, sort, pagination, fragments; import with errors."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from sessions_app.models import Session
+from sessions_app.store import services
+from tests.xss import session_file
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_lists_only_my_sessions_with_their_labels(alice_client, bob, tree):
+    services.session_create(owner=bob, name="Bob's secret")
+    r = alice_client.get("/")
+    html = r.content.decode()
+    assert "<html" in html and "Branchy session" in html and "Bob&#x27;s secret" not in html
+    assert ">question</a>" in html
+
+
+def test_search_label_filter_sort_and_fragment(htmx_client, alice, tree):
+    services.session_create(owner=alice, name="Another one")
+    html = htmx_client.get("/?q=rust", headers={"HX-Target": "session-table"}).content.decode()
+    assert "<html" not in html and 'id="session-table"' in html
+    assert "Branchy session" in html and "Another one" not in html  # message text is searched
+    html = htmx_client.get("/?label=question", headers={"HX-Target": "session-table"}).content.decode()
+    assert "Branchy session" in html and "Another one" not in html
+    html = htmx_client.get("/?sort=name", headers={"HX-Target": "session-table"}).content.decode()
+    assert html.index("Another one") < html.index("Branchy session")
+
+
+def test_pagination(alice_client, alice):
+    for k in range(30):
+        services.session_create(owner=alice, name=f"s{k:02d}")
+    html = alice_client.get("/").content.decode()
+    assert "Page 1 of 2" in html
+    assert "Page 2 of 2" in alice_client.get("/?page=2").content.decode()
+
+
+def test_the_list_has_a_bounded_number_of_queries(alice_client, alice, django_assert_max_num_queries):
+    for k in range(30):
+        s = services.session_create(owner=alice, name=f"s{k:02d}")
+        services.label_set(session=s, target_id=s.leaf_id or "", label=f"l{k}")
+    with django_assert_max_num_queries(10):
+        alice_client.get("/")
+
+
+def test_import_several_files(htmx_client, alice):
+    good = SimpleUploadedFile("a.jsonl", session_file("11111111-1111-4111-8111-111111111111", [
+        {"type": "message", "message": {"role": "user", "content": "hi", "timestamp": 1}}]))  # fmt: skip
+    other = SimpleUploadedFile("b.jsonl", session_file("22222222-2222-4222-8222-222222222222", []))
+    r = htmx_client.post("/import/", {"files": [good, other]})
+    html = r.content.decode()
+    assert r.status_code == 200 and "<html" not in html
+    assert html.count("import-result ok") == 2
+    assert Session.objects.filter(owner=alice).count() == 2
+
+
+def test_a_rejected_file_shows_its_line_numbers(htmx_client, alice):
+    data = session_file("33333333-3333-4333-8333-333333333333", [{"type": "message", "message": {"role": "user"}}])
+    data += b"not json\n"
+    r = htmx_client.post("/import/", {"files": [SimpleUploadedFile("bad <b>.jsonl", data)]})
+    html = r.content.decode()
+    assert r.status_code == 400
+    assert "was rejected" in html and "line 3" in html
+    assert "bad &lt;b&gt;.jsonl" in html
+    assert not Session.objects.filter(owner=alice).exists()
+
+
+def test_import_without_javascript_renders_a_page(alice_client):
+    data = session_file("44444444-4444-4444-8444-444444444444", [])
+    r = alice_client.post("/import/", {"files": [SimpleUploadedFile("c.jsonl", data)]})
+    assert r.status_code == 200 and "<html" in r.content.decode()
