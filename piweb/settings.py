@@ -95,6 +95,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "sessions_app.web.errors.AppErrorMiddleware",  # domain errors -> 404 / 403 / 400 / 409
 ]
 
 ROOT_URLCONF = "piweb.urls"

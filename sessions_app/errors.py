@@ -1,4 +1,9 @@
-"""The app's errors. Views and the API map them to responses in one place each."""
+"""Every domain error the app raises, with its HTTP status.
+
+Services and selectors raise these; each surface maps them once: web/errors.py for pages, htmx and
+chat commands, piweb/api.py for the REST API. Anything a user may not see is a NotFound (404), so an
+outsider cannot tell a missing object from someone else's.
+"""
 
 from __future__ import annotations
 
@@ -7,45 +12,88 @@ from typing import Any
 
 class SessionsError(Exception):
     status = 400
+    default_message = "The request could not be done"
 
-    def __init__(self, message: str, **extra: Any) -> None:
-        super().__init__(message)
-        self.message = message
+    def __init__(self, message: str | None = None, **extra: Any) -> None:
+        self.message = message or self.default_message
+        super().__init__(self.message)
         self.extra = extra
 
     def as_dict(self) -> dict[str, Any]:
         return {"message": self.message, "extra": self.extra}
 
 
-class SessionNotFound(SessionsError):
+# --- 404: missing, or not the user's to see ---------------------------------------------------------
+
+
+class NotFound(SessionsError):
     status = 404
-
-    def __init__(self, message: str = "Session not found", **extra: Any) -> None:
-        super().__init__(message, **extra)
+    default_message = "Not found"
 
 
-class EntryNotFound(SessionsError):
-    status = 404
+class SessionNotFound(NotFound):
+    default_message = "Session not found"
+
+
+class EntryNotFound(NotFound):
+    default_message = "Entry not found"
+
+
+class TeamNotFound(NotFound):
+    default_message = "Team not found"
+
+
+class ShareNotFound(NotFound):
+    default_message = "Share link not found"
+
+
+class TurnNotFound(NotFound):
+    default_message = "Turn not found"
+
+
+class ImportNotFound(NotFound):
+    default_message = "No such import"
+
+
+# --- 403: seen, but not theirs to do ------------------------------------------------------------------
+
+
+class SessionForbidden(SessionsError):
+    """The user may see the session (or team) but not do this (access/permissions.py)."""
+
+    status = 403
+    default_message = "You do not have permission to do that"
+
+
+class TokenScopeError(SessionForbidden):
+    default_message = "This token is read-only"
+
+
+# --- 400: the request itself is wrong ------------------------------------------------------------------
+
+
+class InvalidRequest(SessionsError):
+    """A form or query that does not hold what the action needs."""
 
 
 class InvalidEntry(SessionsError):
-    status = 400
+    """An entry that is not one pi could have written (field, type, nesting)."""
+
+
+class MemberError(SessionsError):
+    """A team membership change that cannot be made (unknown user, last admin, ...)."""
+
+
+class ImportRejected(SessionsError):
+    """The file was refused; extra["errors"] lists every problem with its line number."""
+
+
+# --- 409: the state does not allow it --------------------------------------------------------------------
 
 
 class SessionConflict(SessionsError):
     status = 409
 
 
-class ImportRejected(SessionsError):
-    """The file was refused; extra["errors"] lists every problem with its line number."""
-
-    status = 400
-
-
-class SessionForbidden(SessionsError):
-    """The user may see the session but not do this (access.py); missing access is SessionNotFound."""
-
-    status = 403
-
-    def __init__(self, message: str = "You do not have permission to do that", **extra: Any) -> None:
-        super().__init__(message, **extra)
+class NothingToCompact(SessionConflict):
+    default_message = "Nothing to compact (session too small)"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import secrets
 from datetime import timedelta
-from typing import Any
 
 from django.contrib.auth.models import User
 from django.db.models import Q
@@ -14,7 +13,7 @@ from django.utils import timezone
 from ninja.security import HttpBearer
 
 from sessions_app.access import audit
-from sessions_app.errors import SessionsError
+from sessions_app.errors import InvalidRequest, NotFound, TokenScopeError
 from sessions_app.models import ApiToken
 
 TOKEN_PREFIX = "piweb_"
@@ -28,21 +27,14 @@ SCOPES = ("read", "write")
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 
-class TokenScopeError(SessionsError):
-    status = 403
-
-    def __init__(self, message: str = "This token is read-only", **extra: Any) -> None:
-        super().__init__(message, **extra)
-
-
 def api_token_create(
     *, user: User, name: str = "", scope: str = "write", expires_days: int | None = None
 ) -> tuple[ApiToken, str]:
     """A new token for user; the plain token is returned once and never stored."""
     if scope not in SCOPES:
-        raise SessionsError(f"scope must be one of {', '.join(SCOPES)}", field="scope")
+        raise InvalidRequest(f"scope must be one of {', '.join(SCOPES)}", field="scope")
     if expires_days is not None and expires_days < 1:
-        raise SessionsError("expires_days must be at least 1", field="expires_days")
+        raise InvalidRequest("expires_days must be at least 1", field="expires_days")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     expires_at = timezone.now() + timedelta(days=expires_days) if expires_days else None
     record = ApiToken.objects.create(
@@ -62,7 +54,7 @@ def api_token_revoke(*, user: User, prefix: str) -> ApiToken:
     """Revoke one of the user's own tokens (by its shown prefix); revoking twice is a no-op."""
     record = ApiToken.objects.filter(user=user, prefix=prefix).first()
     if record is None:
-        raise SessionsError("Token not found", field="prefix")
+        raise NotFound("Token not found", field="prefix")
     if record.revoked_at is None:
         record.revoked_at = timezone.now()
         record.save(update_fields=["revoked_at"])

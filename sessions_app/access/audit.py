@@ -273,24 +273,6 @@ def _new_head() -> tuple[int, str]:
     return head.seq, head.hash
 
 
-# --- what the services record -----------------------------------------------------------------
-
-
-def entry_trail(*, session: Any, data: Mapping[str, Any]) -> dict[str, Any]:
-    """The record for an entry about to be appended (read before the insert, for "before")."""
-    from sessions_app.store import selectors
-
-    kind = data.get("type")
-    base = {"obj_type": "entry", "obj_id": data["id"], "session": session.public_id}
-    if kind == "session_info":
-        return {**base, "action": "session.rename", "before": session.name, "after": data.get("name") or ""}
-    if kind == "label":
-        target = data.get("targetId")
-        old = selectors.labels(session=session).get(str(target))
-        return {**base, "action": "label.set", "before": old, "after": data.get("label"), "extra": {"target": target}}
-    return {**base, "action": "entry.append", "extra": {"type": kind, "parent": data.get("parentId")}}
-
-
 # --- verification -------------------------------------------------------------------------------
 
 _FIELDS = (

@@ -15,7 +15,7 @@ from typing import Literal
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import OuterRef, QuerySet, Subquery
 
-from sessions_app.errors import SessionForbidden, SessionNotFound
+from sessions_app.errors import SessionForbidden, SessionNotFound, TeamNotFound
 from sessions_app.models import Membership, Session
 
 Capability = Literal["read", "label", "share", "chat", "branch", "import", "fork", "delete", "manage"]
@@ -119,8 +119,6 @@ def session_get_for_user(*, user: User | AnonymousUser, public_id: str, need: Ca
 def team_require(*, user: User | AnonymousUser, team_id: int, need: Capability) -> Role:
     """For actions on a team rather than a session (import into it, manage members): its members
     without the capability get SessionForbidden, everyone else TeamNotFound."""
-    from sessions_app.access.teams import TeamNotFound
-
     role = team_role(user, team_id)
     if role is None:
         raise TeamNotFound()

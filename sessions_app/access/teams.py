@@ -14,19 +14,8 @@ from django.db import transaction
 
 from sessions_app.access import audit, permissions, revoke
 from sessions_app.access.permissions import Role
-from sessions_app.errors import SessionConflict, SessionForbidden, SessionNotFound, SessionsError
+from sessions_app.errors import MemberError, SessionConflict, SessionForbidden, SessionNotFound, TeamNotFound
 from sessions_app.models import TEAM_ROLES, Membership, Session, Team
-
-
-class TeamNotFound(SessionsError):
-    status = 404
-
-    def __init__(self, message: str = "Team not found", **extra: object) -> None:
-        super().__init__(message, **extra)
-
-
-class MemberError(SessionsError):
-    status = 400
 
 
 def team_get_for_user(*, user: User, public_id: str) -> Team:

@@ -19,7 +19,7 @@ from django.db import transaction
 from sessions_app.core import compaction, jsjson
 from sessions_app.core import tree as treelib
 from sessions_app.core.tree import Node
-from sessions_app.errors import EntryNotFound, InvalidEntry, SessionsError
+from sessions_app.errors import EntryNotFound, InvalidEntry, NothingToCompact, TurnNotFound
 from sessions_app.live import streaming
 from sessions_app.llm.registry import Registry, registry_from_settings
 from sessions_app.llm.summarize import summarizer
@@ -28,14 +28,6 @@ from sessions_app.store import selectors, services
 
 UNSET: Any = services.UNSET
 THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
-
-
-class NothingToCompact(SessionsError):
-    status = 409
-
-
-class TurnNotFound(SessionsError):
-    status = 404
 
 
 def _message(entry: Entry) -> dict[str, Any]:

@@ -337,7 +337,7 @@ def entry_append(
         raw = jsjson.dumps(data, max_depth=settings.PIWEB_IMPORT_MAX_DEPTH)
     except jsjson.JSONDepthError:
         raise InvalidEntry(f"the entry nests deeper than {settings.PIWEB_IMPORT_MAX_DEPTH} levels") from None
-    trail = audit.entry_trail(session=locked, data=data)  # "before" values, read before the insert
+    trail = _entry_trail(locked, data)  # "before" values, read before the insert
     entry = _insert(locked, [(data, raw, None)], author.pk if author is not None else None, known=parent_state)
     assert entry is not None
     prev_leaf = locked.leaf_id
@@ -353,6 +353,19 @@ def entry_append(
         ),
     )
     return entry
+
+
+def _entry_trail(session: Session, data: Mapping[str, Any]) -> dict[str, Any]:
+    """The audit record of an entry about to be appended (read before the insert, for "before")."""
+    kind = data.get("type")
+    base = {"obj_type": "entry", "obj_id": data["id"], "session": session.public_id}
+    if kind == "session_info":
+        return {**base, "action": "session.rename", "before": session.name, "after": data.get("name") or ""}
+    if kind == "label":
+        target = data.get("targetId")
+        old = sel.labels(session=session).get(str(target))
+        return {**base, "action": "label.set", "before": old, "after": data.get("label"), "extra": {"target": target}}
+    return {**base, "action": "entry.append", "extra": {"type": kind, "parent": data.get("parentId")}}
 
 
 # What an append changes on the session row (saving only these keeps the UPDATE small).

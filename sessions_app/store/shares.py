@@ -21,18 +21,11 @@ from django.utils import timezone
 
 from sessions_app.access import audit, permissions
 from sessions_app.core.tree import Node
-from sessions_app.errors import SessionNotFound, SessionsError
+from sessions_app.errors import InvalidRequest, SessionNotFound, ShareNotFound
 from sessions_app.models import Entry, Session, ShareLink
 from sessions_app.store import selectors
 
 TOKEN_PREFIX = "pis_"
-
-
-class ShareNotFound(SessionsError):
-    status = 404
-
-    def __init__(self, message: str = "Share link not found", **extra: object) -> None:
-        super().__init__(message, **extra)
 
 
 def _digest(token: str) -> str:
@@ -50,7 +43,7 @@ def share_create(
     if entry_id:
         selectors.entry_require(session=session, entry_id=entry_id)
     if expires_days is not None and expires_days < 1:
-        raise SessionsError("expires_days must be at least 1", field="expires_days")
+        raise InvalidRequest("expires_days must be at least 1", field="expires_days")
     token = TOKEN_PREFIX + secrets.token_urlsafe(24)
     expires_at = timezone.now() + timedelta(days=expires_days) if expires_days else None
     share = ShareLink.objects.create(

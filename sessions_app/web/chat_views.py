@@ -15,13 +15,13 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
 from sessions_app.access.permissions import Capability
-from sessions_app.errors import EntryNotFound, SessionNotFound, SessionsError
+from sessions_app.errors import InvalidRequest
 from sessions_app.live import streaming, turns
 from sessions_app.llm.registry import registry_from_settings
 from sessions_app.models import Session
@@ -37,13 +37,8 @@ def chat_view(func: ChatView, need: Capability = "chat") -> Callable[..., Any]:
     async def wrapper(request: HttpRequest, public_id: str) -> HttpResponse:
         user = await request.auser()
         assert isinstance(user, User)
-        try:
-            session = await sync_to_async(selectors.session_get_for_user)(user=user, public_id=public_id, need=need)
-            return await func(request, session, user)
-        except (SessionNotFound, EntryNotFound, turns.TurnNotFound) as exc:
-            raise Http404(exc.message) from None
-        except SessionsError as exc:
-            return HttpResponse(exc.message, status=exc.status, content_type="text/plain; charset=utf-8")
+        session = await sync_to_async(selectors.session_get_for_user)(user=user, public_id=public_id, need=need)
+        return await func(request, session, user)
 
     return require_POST(login_required(wrapper))
 
@@ -61,9 +56,9 @@ def _done(request: HttpRequest, session: Session) -> HttpResponse:
 def _field(request: HttpRequest, name: str, *, required: bool = True, limit: int = 200) -> str:
     value = request.POST.get(name, "")
     if required and not value.strip():
-        raise SessionsError(f"'{name}' is required", field=name)
+        raise InvalidRequest(f"'{name}' is required", field=name)
     if len(value) > limit:
-        raise SessionsError(f"'{name}' is too long", field=name)
+        raise InvalidRequest(f"'{name}' is too long", field=name)
     return value
 
 

@@ -6,20 +6,20 @@ check permissions; errors become 404 (nothing to see), 403 (seen but not allowed
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from typing import Any
 
 from django import forms
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from sessions_app.access import api_tokens, permissions, teams
-from sessions_app.errors import EntryNotFound, SessionForbidden, SessionNotFound, SessionsError
+from sessions_app.errors import (
+    MemberError,
+)
 from sessions_app.models import TEAM_ROLES, Membership, Session, Team
 from sessions_app.render import markup
 from sessions_app.store import selectors, shares
@@ -56,23 +56,6 @@ def _user(request: HttpRequest) -> User:
     return request.user
 
 
-def _errors(func: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """App errors to responses: not found 404, forbidden 403, anything else 400 with the message."""
-
-    @functools.wraps(func)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        try:
-            return func(request, *args, **kwargs)
-        except (SessionNotFound, EntryNotFound, teams.TeamNotFound, shares.ShareNotFound) as exc:
-            raise Http404(exc.message) from None
-        except SessionForbidden as exc:
-            return HttpResponse(exc.message, status=403, content_type="text/plain; charset=utf-8")
-        except SessionsError as exc:
-            return HttpResponse(exc.message, status=exc.status, content_type="text/plain; charset=utf-8")
-
-    return wrapper
-
-
 # --- API tokens ----------------------------------------------------------------------------------
 
 
@@ -85,7 +68,6 @@ def token_list(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @login_required
-@_errors
 def token_create(request: HttpRequest) -> HttpResponse:
     form = TokenForm(request.POST)
     if not form.is_valid():
@@ -100,7 +82,6 @@ def token_create(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @login_required
-@_errors
 def token_revoke(request: HttpRequest, prefix: str) -> HttpResponse:
     api_tokens.api_token_revoke(user=_user(request), prefix=prefix)
     return render(
@@ -119,7 +100,6 @@ def share_list(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @login_required
-@_errors
 def share_create(request: HttpRequest, public_id: str) -> HttpResponse:
     """Make a link to this session (or, with `entry`, to that branch); shown once."""
     session = selectors.session_get_for_user(user=request.user, public_id=public_id, need="share")
@@ -141,7 +121,6 @@ def share_create(request: HttpRequest, public_id: str) -> HttpResponse:
 
 @require_POST
 @login_required
-@_errors
 def share_revoke(request: HttpRequest, share_id: int) -> HttpResponse:
     shares.share_revoke(user=_user(request), share_id=share_id)
     if request.headers.get("HX-Request") == "true":
@@ -151,7 +130,6 @@ def share_revoke(request: HttpRequest, share_id: int) -> HttpResponse:
 
 
 @require_GET
-@_errors
 def shared_page(request: HttpRequest, token: str) -> HttpResponse:
     """The read-only page behind a share link: only entries inside the link's scope."""
     share = shares.share_resolve(token)
@@ -184,7 +162,6 @@ def team_list(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @login_required
-@_errors
 def team_create(request: HttpRequest) -> HttpResponse:
     form = TeamForm(request.POST)
     if not form.is_valid():
@@ -213,7 +190,6 @@ def _team_context(request: HttpRequest, team: Team) -> dict[str, Any]:
 
 @require_GET
 @login_required
-@_errors
 def team_detail(request: HttpRequest, public_id: str) -> HttpResponse:
     team = teams.team_get_for_user(user=_user(request), public_id=public_id)
     return render(request, "settings/team.html", _team_context(request, team))
@@ -227,7 +203,6 @@ def _members(request: HttpRequest, team: Team) -> HttpResponse:
 
 @require_POST
 @login_required
-@_errors
 def member_invite(request: HttpRequest, public_id: str) -> HttpResponse:
     team = teams.team_get_for_user(user=_user(request), public_id=public_id)
     form = InviteForm(request.POST)
@@ -242,13 +217,12 @@ def member_invite(request: HttpRequest, public_id: str) -> HttpResponse:
 def _member(team: Team, username: str) -> User:
     membership = Membership.objects.filter(team=team, user__username=username).select_related("user").first()
     if membership is None:
-        raise teams.MemberError(f"{username} is not a member")
+        raise MemberError(f"{username} is not a member")
     return membership.user
 
 
 @require_POST
 @login_required
-@_errors
 def member_role(request: HttpRequest, public_id: str, username: str) -> HttpResponse:
     team = teams.team_get_for_user(user=_user(request), public_id=public_id)
     form = RoleForm(request.POST)
@@ -260,7 +234,6 @@ def member_role(request: HttpRequest, public_id: str, username: str) -> HttpResp
 
 @require_POST
 @login_required
-@_errors
 def member_remove(request: HttpRequest, public_id: str, username: str) -> HttpResponse:
     team = teams.team_get_for_user(user=_user(request), public_id=public_id)
     teams.member_remove(team=team, user=_member(team, username), actor=_user(request))
@@ -271,7 +244,6 @@ def member_remove(request: HttpRequest, public_id: str, username: str) -> HttpRe
 
 @require_POST
 @login_required
-@_errors
 def team_session_add(request: HttpRequest, public_id: str) -> HttpResponse:
     """Move a session into the team (its owner, or an admin of the team it is in)."""
     team = teams.team_get_for_user(user=_user(request), public_id=public_id)

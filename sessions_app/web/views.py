@@ -21,7 +21,6 @@ from django.http import (
     HttpRequest,
     HttpResponse,
     HttpResponseBadRequest,
-    HttpResponseForbidden,
     StreamingHttpResponse,
 )
 from django.http.response import HttpResponseBase
@@ -37,7 +36,7 @@ from sessions_app.access.permissions import Capability
 from sessions_app.core import jsjson
 from sessions_app.core import treeview as tv
 from sessions_app.core.tree import TEXTLESS_PREFIX
-from sessions_app.errors import EntryNotFound, SessionForbidden, SessionNotFound, SessionsError
+from sessions_app.errors import ImportNotFound, InvalidRequest
 from sessions_app.models import Session
 from sessions_app.render import markup
 from sessions_app.store import explorer, selectors, services
@@ -64,19 +63,12 @@ SessionFunc = Callable[Concatenate[HtmxHttpRequest, Session, P], HttpResponseBas
 
 def session_view(func: SessionFunc[...], need: Capability = "read") -> View[...]:
     """Load the session if the user may `need` it (404 if they cannot see it, 403 if they can but
-    may not do that: permissions.py) and map app errors to responses."""
+    may not do that: permissions.py); errors become responses in web/errors.py."""
 
     @functools.wraps(func)
     def wrapper(request: HtmxHttpRequest, public_id: str, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        try:
-            session = selectors.session_get_for_user(user=request.user, public_id=public_id, need=need)
-            return func(request, session, *args, **kwargs)
-        except (SessionNotFound, EntryNotFound) as exc:
-            raise Http404(exc.message) from None
-        except SessionForbidden as exc:
-            return HttpResponseForbidden(exc.message)
-        except SessionsError as exc:
-            return HttpResponseBadRequest(exc.message)
+        session = selectors.session_get_for_user(user=request.user, public_id=public_id, need=need)
+        return func(request, session, *args, **kwargs)
 
     return login_required(wrapper)
 
@@ -126,12 +118,7 @@ def _when(session: Session) -> dict[str, str]:
 def session_import(request: HtmxHttpRequest) -> HttpResponse:
     """Import one or more pi files; each file is accepted or rejected whole, errors with line numbers."""
     team = request.POST.get("team", "")
-    try:
-        into = teams.team_for_import(user=_request_user(request), public_id=team) if team else None
-    except teams.TeamNotFound:
-        raise Http404("Team not found") from None
-    except SessionForbidden as exc:
-        return HttpResponseForbidden(exc.message)
+    into = teams.team_for_import(user=_request_user(request), public_id=team) if team else None
     uploads = request.FILES.getlist("files")
     if uploads and request.POST.get("background") == "1":
         # The page's uploader: each file imports in the background; the answer polls its progress.
@@ -164,7 +151,7 @@ def import_progress(request: HtmxHttpRequest, job_id: str) -> HttpResponse:
             "Reload the list to see what was imported.</p>"
         )
     if job is None:
-        raise Http404("No such import")
+        raise ImportNotFound()
     return render(request, "sessions_app/import_progress.html", {"jobs": [job]})
 
 
@@ -492,7 +479,7 @@ def _go(request: HtmxHttpRequest, url: str) -> HttpResponse:
 def _entry_form(request: HtmxHttpRequest, session: Session, form_class: type[forms.EntryForm]) -> dict[str, Any]:
     form = form_class(request.POST)
     if not form.is_valid():
-        raise EntryNotFound("choose an entry")
+        raise InvalidRequest("Choose an entry.", errors=form.errors.get_json_data())
     return form.cleaned_data
 
 

@@ -96,7 +96,7 @@ def test_settings_page_creates_once_lists_and_revokes(world):
     assert bearer(token).get("/api/sessions").status_code == 401
     # someone else's token cannot be revoked by prefix
     other, _ = api_token_create(user=world.users["admin"])
-    assert client.post(f"/settings/tokens/{other.prefix}/revoke/").status_code == 400
+    assert client.post(f"/settings/tokens/{other.prefix}/revoke/").status_code == 404  # not theirs: not found
     assert ApiToken.objects.get(pk=other.pk).revoked_at is None
     actions = list(AuditRecord.objects.filter(obj_type="api_token").values_list("action", flat=True))
     assert actions.count("token.create") == 2
