@@ -6,7 +6,7 @@ For each file (generated with pi-baseline's gen_session.py into bench/out/, plus
 shared/fixtures/pi/large-session.jsonl) this runs pi's own benchmark (bench.mjs, the published npm
 SessionManager) and then the same operations through piweb's services and selectors:
 
-  import          services.session_import of the whole file, in a fresh subprocess (peak RSS
+  import          pipeline.session_import of the whole file, in a fresh subprocess (peak RSS
                   measured there); beside pi's SessionManager.open(), timed as bench.mjs times
                   it in a node process run just before each import (the machine's speed drifts)
   import via API  the file POSTed to /api/sessions/import on a daphne started for it (upload and
@@ -313,14 +313,15 @@ def import_child(path: Path) -> None:
         os.environ.get("PIWEB_DATABASE_URL"),
         Path(os.environ.get("PIWEB_BENCH_CODE", ROOT)),
     )
-    from sessions_app.store import services
+
+    from sessions_app.store.importing import pipeline
 
     user = bench_user()
     gc.collect()
     base = maxrss_mb()
     t0 = time.perf_counter()
     data = path.read_bytes()
-    result = services.session_import(owner=user, data=data, source_path=str(path))
+    result = pipeline.session_import(owner=user, data=data, source_path=str(path))
     ms = (time.perf_counter() - t0) * 1000
     peak = maxrss_mb()
     print(

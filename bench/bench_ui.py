@@ -51,6 +51,7 @@ def main() -> None:
 
     from sessions_app.models import Session
     from sessions_app.store import services
+    from sessions_app.store.importing import pipeline
 
     settings.ALLOWED_HOSTS = ["*"]
     settings.DEBUG = False
@@ -67,7 +68,7 @@ def main() -> None:
     for name, path in (("large-session.jsonl", LARGE), ("generated 100k", generated)):
         data = path.read_bytes()
         started = time.perf_counter()
-        result = services.session_import(owner=user, data=data)
+        result = pipeline.session_import(owner=user, data=data)
         if result.added:
             print(f"imported {name}: {result.added} entries in {time.perf_counter() - started:.1f} s")
         sessions[name] = result.session

@@ -1,18 +1,22 @@
 """Reading pi session files (JSONL v1, v2, v3): parse, migrate as pi does, validate. Pure.
 
 pi silently drops lines it cannot read; piweb reports every problem with its line number and, by
-default, refuses the whole file (the caller decides; see :class:`ParsedFile.problems`).
+default, refuses the whole file (the caller decides). This module reads lines; core/intake.py
+fits the entries it reads into a tree.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from sessions_app.core import jsjson
-from sessions_app.core.tree import check_acyclic, message_text, parse_timestamp_ms, row_text
+from sessions_app.core.listing import storable
+from sessions_app.core.tree import message_text, parse_timestamp_ms, row_text
 
 CURRENT_VERSION = 3
 
@@ -36,62 +40,6 @@ class Problem:
 
     def as_dict(self) -> dict[str, Any]:
         return {"line": self.line, "message": self.message}
-
-
-@dataclass(slots=True)
-class Line:
-    line: int
-    source: bytes  # holds the line's exact UTF-8 text at [start:end] (the file, or a migrated line)
-    start: int
-    end: int
-    data: dict[str, Any]
-    preview: str = ""  # tree.row_text of the full entry
-
-    @property
-    def raw(self) -> str:
-        # Decoded on demand: 100k lines held as str would take 2-4 bytes a character.
-        return self.source[self.start : self.end].decode()
-
-    @property
-    def id(self) -> str:
-        return self.data["id"]  # type: ignore[no-any-return]
-
-    @property
-    def parent_id(self) -> str | None:
-        return self.data["parentId"]  # type: ignore[no-any-return]
-
-    @property
-    def type(self) -> str:
-        return self.data["type"]  # type: ignore[no-any-return]
-
-
-@dataclass(slots=True)
-class ParsedFile:
-    header: dict[str, Any] | None = None
-    header_raw: str = ""
-    version: int = CURRENT_VERSION  # as found in the file, before migration
-    entries: list[Line] = field(default_factory=list)  # valid entries not yet stored, file order
-    # Lines that are not entries of their own (repeated headers, repeated identical entry lines):
-    # (entries before it, raw), kept for a byte-identical export.
-    extra_headers: list[tuple[int, str]] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
-    fatal: bool = False  # the file as a whole is unusable (no header, too big, ...)
-    leaf_id: str | None = None  # the last entry line of the file: pi's leaf on load
-    known: int = 0  # entries already stored (re-import)
-    lines: int = 0
-
-    @property
-    def session_id(self) -> str | None:
-        return None if self.header is None else self.header.get("id")
-
-
-class FileRejected(ValueError):
-    def __init__(self, problems: list[Problem]) -> None:
-        self.problems = problems
-        first = problems[0] if problems else Problem(0, "unknown problem")
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        where = f"line {first.line}: " if first.line else ""
-        super().__init__(f"{where}{first.message}{more}")
 
 
 # --- per-type field rules -------------------------------------------------------------------
@@ -183,48 +131,57 @@ def _check_fields(obj: Mapping[str, Any], rules: Mapping[str, tuple[_Check, bool
     return None
 
 
-def validate_entry(data: Mapping[str, Any]) -> str | None:
-    """Why this entry object is malformed, or None. Unknown types only need the base fields."""
+def validate_entry(data: Mapping[str, Any], *, utf8_checked: bool = False) -> str | None:
+    """Why this entry object is malformed, or None. Unknown types only need the base fields.
+
+    utf8_checked: its strings are known to hold no unpaired surrogate (orjson refuses them)."""
+    return _validated(data, utf8_checked)[0]
+
+
+def _validated(data: Mapping[str, Any], utf8_checked: bool) -> tuple[str | None, int]:
+    """(validate_entry's answer, the entry's timestamp in ms when it is valid)."""
     kind = data.get("type")
     if not isinstance(kind, str) or not kind:
-        return "field 'type' must be a non-empty string"
+        return "field 'type' must be a non-empty string", 0
     entry_id = data.get("id")
     if not isinstance(entry_id, str) or not entry_id:
-        return "field 'id' must be a non-empty string"
+        return "field 'id' must be a non-empty string", 0
     if "parentId" not in data:
-        return "field 'parentId' is missing"
+        return "field 'parentId' is missing", 0
     parent = data["parentId"]
     if parent is not None and not isinstance(parent, str):
-        return f"field 'parentId' must be a string or null, not {_type_name(parent)}"
-    for name, value in (("type", kind), ("id", entry_id), ("parentId", parent)):
-        if isinstance(value, str) and not well_formed(value):
-            return f"field '{name}' holds an unpaired UTF-16 surrogate"
-    if parse_timestamp_ms(data.get("timestamp")) is None:
-        return "field 'timestamp' must be an ISO 8601 date-time string"
-    for name, value, limit in (
-        ("type", kind, MAX_SHORT_CHARS),
-        ("id", entry_id, MAX_ID_CHARS),
-        ("parentId", parent, MAX_ID_CHARS),
-        ("timestamp", data["timestamp"], MAX_SHORT_CHARS),
-    ):
-        if isinstance(value, str) and len(value) > limit:
-            return f"field '{name}' is longer than {limit} characters"
+        return f"field 'parentId' must be a string or null, not {_type_name(parent)}", 0
+    if not utf8_checked:
+        for name, value in (("type", kind), ("id", entry_id), ("parentId", parent)):
+            if isinstance(value, str) and not well_formed(value):
+                return f"field '{name}' holds an unpaired UTF-16 surrogate", 0
+    timestamp = data.get("timestamp")
+    ms = parse_timestamp_ms(timestamp)
+    if ms is None:
+        return "field 'timestamp' must be an ISO 8601 date-time string", 0
+    if len(kind) > MAX_SHORT_CHARS:
+        return f"field 'type' is longer than {MAX_SHORT_CHARS} characters", 0
+    if len(entry_id) > MAX_ID_CHARS:
+        return f"field 'id' is longer than {MAX_ID_CHARS} characters", 0
+    if parent is not None and len(parent) > MAX_ID_CHARS:
+        return f"field 'parentId' is longer than {MAX_ID_CHARS} characters", 0
+    if len(timestamp) > MAX_SHORT_CHARS:  # type: ignore[arg-type]  # parse_timestamp_ms took it: a str
+        return f"field 'timestamp' is longer than {MAX_SHORT_CHARS} characters", 0
     rules = FIELDS.get(kind)
     if rules is None:
-        return None
+        return None, ms
     problem = _check_fields(data, rules, "")
     if problem or kind != "message":
-        return problem
-    message = data["message"]
-    role = message.get("role")
+        return problem, ms
+    role = data["message"].get("role")
     if not isinstance(role, str):
-        return "field 'message.role' must be a string"
-    if not well_formed(role):
-        return "field 'message.role' holds an unpaired UTF-16 surrogate"
+        return "field 'message.role' must be a string", 0
+    if not utf8_checked and not well_formed(role):
+        return "field 'message.role' holds an unpaired UTF-16 surrogate", 0
     if len(role) > MAX_SHORT_CHARS:
-        return f"field 'message.role' is longer than {MAX_SHORT_CHARS} characters"
+        return f"field 'message.role' is longer than {MAX_SHORT_CHARS} characters", 0
     role_rules = MESSAGE_FIELDS.get(role)
-    return _check_fields(message, role_rules, "message.") if role_rules else None
+    return (_check_fields(data["message"], role_rules, "message.") if role_rules else None), ms
 
 
 def well_formed(text: str) -> bool:
@@ -284,7 +241,7 @@ def migrate(objects: list[dict[str, Any]], version: int, session_id: str) -> Non
                     message["role"] = "custom"
 
 
-# --- the whole file -------------------------------------------------------------------------
+# --- the header, one line, slim objects ------------------------------------------------------
 
 
 def _parse_line(chunk: bytes, number: int, limits: Limits) -> tuple[Any, Problem | None]:
@@ -388,162 +345,145 @@ def _header_problem(header: dict[str, Any], number: int) -> Problem | None:
     return None
 
 
-def parse(
-    data: bytes,
-    *,
-    limits: Limits = Limits(),
-    known: Mapping[str, str] | None = None,
-    slim_data: bool = False,
-    progress: Callable[[int], None] | None = None,
-    on_line: Callable[[Line, ParsedFile], None] | None = None,
-) -> ParsedFile:
-    """Parse, migrate and validate a pi session file.
+# --- reading a file, line by line ------------------------------------------------------------
 
-    known maps the ids of entries already stored for this session to their stored lines: an equal
-    line is skipped (re-import), a different one is a conflict. slim_data keeps only what storing
-    needs in Line.data (see slim), so a large import holds little more than its lines' text.
-    on_line sees each valid entry line as soon as it is read (the tree checks come at the end).
-    """
-    known = known or {}
-    result = ParsedFile()
-    if len(data) > limits.max_file_bytes:
-        result.problems.append(Problem(0, f"file is {len(data)} bytes, over the limit of {limits.max_file_bytes}"))
-        result.fatal = True
-        return result
 
-    header_info, problem = read_header(data, limits)
+@dataclass(slots=True)
+class Line:
+    """A valid entry line: its object, and where its exact text is."""
+
+    line: int  # 1-based physical line number
+    source: bytes  # holds the line's exact UTF-8 text at [start:end] (the file, or a migrated line)
+    start: int
+    end: int
+    data: dict[str, Any]
+    preview: str  # tree.row_text of the whole entry, storable
+    ts_ms: int  # the entry's timestamp (Date.parse)
+
+    @property
+    def raw(self) -> str:
+        # Decoded on demand: 100k lines held as str would take 2-4 bytes a character.
+        return self.source[self.start : self.end].decode()
+
+    @property
+    def id(self) -> str:
+        return self.data["id"]  # type: ignore[no-any-return]
+
+    @property
+    def parent_id(self) -> str | None:
+        return self.data["parentId"]  # type: ignore[no-any-return]
+
+    @property
+    def type(self) -> str:
+        return self.data["type"]  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True, slots=True)
+class Extra:
+    """A line that is not an entry of its own but stays in the file (a repeated session header,
+    which pi's lazy flush writes): kept for a byte-identical export."""
+
+    line: int
+    raw: str
+
+
+Item = Line | Extra | Problem
+
+
+def entry_line(source: bytes, start: int, end: int, data: dict[str, Any], *, number: int = 0) -> Line | Problem:
+    """A Line for an entry object whose exact text is source[start:end], or why it is invalid."""
+    problem, ts_ms = _validated(data, False)
     if problem is not None:
-        result.problems.append(problem)
-        result.fatal = True
-        return result
-    assert header_info is not None
-    header, header_raw = header_info.obj, header_info.raw
-    result.lines = header_info.number
-    lines_iter = _lines(data, header_info.end, header_info.number)
-    version = header_info.version
-    result.version = version
-    lines: list[Line] = []
-
-    def accept(number: int, source: bytes, start: int, end: int, obj: dict[str, Any]) -> None:
-        if obj.get("type") == "session":
-            result.extra_headers.append((len(lines), source[start:end].decode()))
-            return
-        problem_text = validate_entry(obj)
-        if problem_text:
-            result.problems.append(Problem(number, problem_text))
-            return
-        lines.append(Line(number, source, start, end, slim(obj) if slim_data else obj, row_text(obj)))
-        if on_line is not None:
-            on_line(lines[-1], result)
-
-    rest = _read_rest(data, lines_iter, limits, result, progress)
-    if result.version < CURRENT_VERSION:
-        # Migration needs every line at once (v1 compactions point at lines by index).
-        parsed = list(rest)
-        migrate([header, *(obj for *_, obj in parsed)], result.version, header["id"])
-        header_raw = jsjson.dumps(header)
-        rest = _migrated(parsed)
-    result.header = header
-    result.header_raw = header_raw
-    for number, source, start, end, obj in rest:  # v3: one line at a time, full objects never pile up
-        accept(number, source, start, end, obj)
-    _check_tree(lines, known, result)
-    return result
+        return Problem(number, problem)
+    return Line(number, source, start, end, data, storable(row_text(data)), ts_ms)
 
 
-_Read = tuple[int, bytes, int, int, dict[str, Any]]  # line number, buffer, start, end, object
+def migrated_header(header: Header) -> dict[str, Any]:
+    """The header as migrate() leaves it (a v3 header is as it was)."""
+    if header.version == CURRENT_VERSION:
+        return header.obj
+    obj = dict(header.obj)
+    obj["version"] = CURRENT_VERSION  # a v1 header gets the key at its end, as migrate() adds it
+    return obj
 
 
-def _migrated(parsed: list[_Read]) -> Iterator[_Read]:
-    for number, _, _, _, obj in parsed:
-        text = jsjson.dumps(obj).encode()
-        yield number, text, 0, len(text), obj
+PROGRESS_EVERY = 1 << 20  # bytes
 
 
-def _read_rest(
-    data: bytes,
-    lines_iter: Iterator[tuple[int, int, int]],
-    limits: Limits,
-    result: ParsedFile,
-    progress: Callable[[int], None] | None = None,
-) -> Iterator[_Read]:
-    pending = 0  # bytes read since the last progress report
-    for number, start, end in lines_iter:
-        result.lines = number
-        value, problem = _parse_line(data[start:end], number, limits)
-        if problem is not None:
-            result.problems.append(problem)
-        elif value is not None:
-            yield number, data, start, end, value
-        if progress is not None:
-            pending += end - start + 1
-            if pending >= 1 << 20:
-                progress(pending)
-                pending = 0
+def read_entries(
+    data: bytes, header: Header, limits: Limits, *, progress: Callable[[int], None] | None = None
+) -> Iterator[Item]:
+    """Every line after the header, in file order: a valid entry, an extra line, or a problem.
+
+    v3 files are read one line at a time; older ones are migrated as pi does, which needs every
+    line at once (v1 compactions point at lines by their index). progress gets the bytes read."""
+    if header.version < CURRENT_VERSION:
+        yield from _migrated(data, header, limits, progress)
+        return
+    view = memoryview(data)
+    pending = 0
+    for number, start, end in _lines(data, header.end, header.number):
+        pending += end - start + 1
+        if progress is not None and pending >= PROGRESS_EVERY:
+            progress(pending)
+            pending = 0
+        item = _read_line(data, view, number, start, end, limits)
+        if item is not None:
+            yield item
     if progress is not None and pending:
         progress(pending)
 
 
-def _check_tree(lines: list[Line], known: Mapping[str, str], result: ParsedFile) -> None:
-    first_line: dict[str, int] = {}
-    first: dict[str, Line] = {}
-    fresh: list[Line] = []
-    order: list[str] = []  # ids of usable lines in file order, for the leaf
-    for ln in lines:
-        entry_id = ln.id
-        if entry_id in first_line:
-            if first[entry_id].raw == ln.raw:
-                # The same line again: pi's lazy flush re-writes header and entries after a repeated
-                # header (spec 2.3); like pi's byId map, it is the same entry, not a second one.
-                # Kept as an extra line so the export stays byte-identical.
-                order.append(entry_id)
-                result.extra_headers.append((len(fresh), ln.raw))
-                continue
-            result.problems.append(
-                Problem(ln.line, f"duplicate id {entry_id!r} (first used on line {first_line[entry_id]})")
-            )
-            continue
-        first_line[entry_id] = ln.line
-        first[entry_id] = ln
-        if entry_id in known:
-            if known[entry_id] != ln.raw:
-                result.problems.append(
-                    Problem(ln.line, f"entry {entry_id!r} differs from the stored entry with that id")
-                )
-                continue
-            result.known += 1
-            order.append(entry_id)
-            continue
-        fresh.append(ln)
-        order.append(entry_id)
+def _read_line(data: bytes, view: memoryview, number: int, start: int, end: int, limits: Limits) -> Item | None:
+    """One line after the header: None if it is blank."""
+    strict = False  # parsed by orjson, which refuses unpaired surrogates
+    if end - start <= limits.max_line_bytes and data[start : start + 1] == b"{":
+        try:
+            value = orjson.loads(view[start:end])  # read in place: no copy of the line
+            strict = True
+        except orjson.JSONDecodeError:
+            pass
+    if not strict:
+        value, problem = _parse_line(data[start:end], number, limits)
+        if problem is not None:
+            return problem
+        if value is None:
+            return None
+    elif data.count(b"{", start, end) + data.count(b"[", start, end) > limits.max_depth and jsjson.depth_exceeds(
+        value, limits.max_depth
+    ):  # counting brackets bounds the depth cheaply; walk only when it might be exceeded
+        return Problem(number, f"JSON nests deeper than {limits.max_depth} levels")
+    elif type(value) is not dict:
+        return Problem(number, f"expected a JSON object, got {_type_name(value)}")
+    if value.get("type") == "session":
+        return Extra(number, data[start:end].decode())
+    problem_text, ts_ms = _validated(value, strict)
+    if problem_text is not None:
+        return Problem(number, problem_text)
+    preview = row_text(value)
+    return Line(number, data, start, end, value, preview if strict else storable(preview), ts_ms)
 
-    # Drop entries whose parent (or label target) is missing, repeatedly: a dropped entry
-    # orphans its children.
-    available = set(known) | {ln.id for ln in fresh}
-    parents = {ln.id: ln.parent_id for ln in fresh}
-    for entry_id in check_acyclic(parents):
-        available.discard(entry_id)
-        result.problems.append(
-            Problem(first_line[entry_id], f"entry {entry_id!r} is its own ancestor (parentId cycle)")
-        )
-    kept = [ln for ln in fresh if ln.id in available]
-    changed = True
-    while changed:
-        changed = False
-        still: list[Line] = []
-        for ln in kept:
-            problem = None
-            if ln.parent_id is not None and ln.parent_id not in available:
-                problem = f"parentId {ln.parent_id!r} does not match any entry"
-            elif ln.type == "label" and ln.data["targetId"] not in available:
-                problem = f"label targets unknown entry {ln.data['targetId']!r}"
-            if problem:
-                result.problems.append(Problem(ln.line, problem))
-                available.discard(ln.id)
-                changed = True
-            else:
-                still.append(ln)
-        kept = still
-    result.entries = kept
-    result.leaf_id = next((i for i in reversed(order) if i in available), None)
-    result.problems.sort(key=lambda p: p.line)
+
+def _migrated(data: bytes, header: Header, limits: Limits, progress: Callable[[int], None] | None) -> Iterator[Item]:
+    parsed: list[tuple[int, dict[str, Any]]] = []
+    pending = 0
+    for number, start, end in _lines(data, header.end, header.number):
+        value, problem = _parse_line(data[start:end], number, limits)
+        if problem is not None:
+            yield problem
+        elif value is not None:
+            parsed.append((number, value))
+        pending += end - start + 1
+        if progress is not None and pending >= PROGRESS_EVERY:
+            progress(pending)
+            pending = 0
+    if progress is not None and pending:
+        progress(pending)
+    migrate([dict(header.obj), *(obj for _, obj in parsed)], header.version, header.obj["id"])
+    for number, obj in parsed:
+        text = jsjson.dumps(obj).encode()
+        if obj.get("type") == "session":
+            yield Extra(number, text.decode())
+            continue
+        item = entry_line(text, 0, len(text), obj, number=number)
+        yield item

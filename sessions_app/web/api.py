@@ -17,6 +17,7 @@ from sessions_app.access.permissions import Capability
 from sessions_app.errors import InvalidEntry
 from sessions_app.models import Session
 from sessions_app.store import selectors, services, shares
+from sessions_app.store.importing import pipeline
 from sessions_app.web.schemas import (
     ContextOut,
     EntryCreatedOut,
@@ -68,7 +69,7 @@ def session_import(
     request: HttpRequest, file: File[UploadedFile], partial: Form[bool] = False, team: Form[str] = ""
 ) -> Status[ImportOut]:
     into = teams.team_for_import(user=_user(request), public_id=team) if team else None
-    result = services.session_import(
+    result = pipeline.session_import(
         owner=_user(request),
         data=file.read(),
         source_path=file.name or "",

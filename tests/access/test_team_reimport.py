@@ -12,7 +12,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from sessions_app.errors import SessionConflict, SessionForbidden
 from sessions_app.models import Entry, Session
-from sessions_app.store import selectors, services
+from sessions_app.store import selectors
+from sessions_app.store.importing import pipeline
 
 pytestmark = pytest.mark.django_db
 
@@ -34,7 +35,7 @@ def grown_file(session: Session, text: str = "written by pi later") -> bytes:
 def test_a_team_editor_updates_the_team_session(world, name):
     session = world.sessions["team"]
     data = grown_file(session)
-    result = services.session_import(owner=world.users[name], data=data)
+    result = pipeline.session_import(owner=world.users[name], data=data)
     assert (result.session.pk, result.created, result.added) == (session.pk, False, 1)
     added = Entry.objects.get(session=session, entry_id="feed0001")
     assert added.author_id == world.users[name].pk
@@ -49,7 +50,7 @@ def test_a_viewer_or_reviewer_is_told_their_role_may_not_import(world, name):
     session = world.sessions["team"]
     before = Entry.objects.filter(session=session).count()
     with pytest.raises(SessionForbidden) as caught:
-        services.session_import(owner=world.users[name], data=grown_file(session))
+        pipeline.session_import(owner=world.users[name], data=grown_file(session))
     assert f"your role ({name}) may not import" in caught.value.message
     assert Entry.objects.filter(session=session).count() == before
 
@@ -59,7 +60,7 @@ def test_anyone_else_gets_a_conflict_that_reveals_nothing_more(world, name, key)
     session = world.sessions[key]
     before = Entry.objects.filter(session=session).count()
     with pytest.raises(SessionConflict) as caught:
-        services.session_import(owner=world.users[name], data=grown_file(session))
+        pipeline.session_import(owner=world.users[name], data=grown_file(session))
     assert "under another account" in caught.value.message
     assert Entry.objects.filter(session=session).count() == before
 
@@ -69,7 +70,7 @@ def test_a_session_being_deleted_is_a_conflict(world):
     data = grown_file(session)
     Session.objects.filter(pk=session.pk).update(deleting=True)
     with pytest.raises(SessionConflict) as caught:
-        services.session_import(owner=world.users["owner"], data=data)
+        pipeline.session_import(owner=world.users["owner"], data=data)
     assert "being deleted" in caught.value.message
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from sessions_app.access import permissions, teams
 from sessions_app.access.permissions import Role
-from sessions_app.errors import SessionConflict, SessionForbidden, SessionNotFound
+from sessions_app.errors import MemberError, SessionConflict, SessionForbidden, SessionNotFound, TeamNotFound
 from sessions_app.models import AuditRecord, Membership, Session
 from sessions_app.store import selectors
 from tests.worlds import ROLES, World, build_session
@@ -69,11 +69,11 @@ def test_list_has_personal_and_team_sessions_only(world):
 
 def test_invite_by_username(world):
     admin = world.users["admin"]
-    with pytest.raises(teams.MemberError):
+    with pytest.raises(MemberError):
         teams.member_invite(team=world.core, username="nobody", role="viewer", actor=admin)
     with pytest.raises(SessionConflict):
         teams.member_invite(team=world.core, username="viewer", role="editor", actor=admin)
-    with pytest.raises(teams.MemberError):
+    with pytest.raises(MemberError):
         teams.member_invite(team=world.core, username="owner", role="boss", actor=admin)
     teams.member_invite(team=world.core, username="owner", role="reviewer", actor=admin)
     assert permissions.session_access(world.users["owner"], world.sessions["team"]) == Role.REVIEWER
@@ -89,7 +89,7 @@ def test_only_admins_manage_members(world, who):
         teams.member_role_set(team=world.core, user=world.users["viewer"], role="admin", actor=actor)
     with pytest.raises(SessionForbidden):
         teams.member_remove(team=world.core, user=world.users["admin"], actor=actor)
-    with pytest.raises(teams.TeamNotFound):
+    with pytest.raises(TeamNotFound):
         teams.member_invite(team=world.other, username="owner", role="viewer", actor=actor)
     assert role_of(world, "admin") == "admin"
 
@@ -122,7 +122,7 @@ def test_a_member_may_leave(world):
 def test_move_to_team_owner_or_admin(world):
     owner, admin = world.users["owner"], world.users["admin"]
     personal = world.sessions["personal"]
-    with pytest.raises(teams.TeamNotFound):  # the owner is not in Core
+    with pytest.raises(TeamNotFound):  # the owner is not in Core
         teams.session_move_to_team(session=personal, team=world.core, actor=owner)
     teams.member_invite(team=world.core, username="owner", role="viewer", actor=admin)
     with pytest.raises(SessionForbidden):  # a viewer cannot bring sessions in

@@ -4,11 +4,12 @@ real progress (polled), then the result; and a rejected file's line-numbered err
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
+from django.db.backends.signals import connection_created
 
 from sessions_app.models import Session
-from sessions_app.store import services
 from tests.browser.shots import shot
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -26,16 +27,28 @@ RECORD = """() => {
 }"""
 
 
-def test_a_big_import_shows_the_server_side_progress(login, live_server, generated, tmp_path, monkeypatch):
-    # A 20k-entry import takes ~0.5 s, about one poll (300 ms): each batch of rows is written a
-    # little slower here, as on a busy server, so that the bar has several values to show.
-    with_lines = services._with_lines
+def _slower_entry_writes(sender: Any, connection: Any, **kwargs: Any) -> None:
+    """On each new database connection: every write of entry rows takes 150 ms longer."""
 
-    def slower(*args, **kwargs):
-        time.sleep(0.15)
-        return with_lines(*args, **kwargs)
+    def wrapper(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        if "INTO sessions_app_entry" in sql:
+            time.sleep(0.15)
+        return execute(sql, params, many, context)
 
-    monkeypatch.setattr(services, "_with_lines", slower)
+    connection.execute_wrappers.append(wrapper)
+
+
+def test_a_big_import_shows_the_server_side_progress(login, live_server, generated, tmp_path):
+    # A 20k-entry import takes ~0.5 s, about one poll (300 ms): here the rows are written a little
+    # slower, as on a busy server, so that the bar has several values to show.
+    connection_created.connect(_slower_entry_writes)
+    try:
+        _import_and_watch(login, generated, tmp_path)
+    finally:
+        connection_created.disconnect(_slower_entry_writes)
+
+
+def _import_and_watch(login: Any, generated: Any, tmp_path: Any) -> None:
     path = tmp_path / "big-session.jsonl"
     path.write_bytes(generated(20000, seed=11))
     page = login()

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from sessions_app.core import compaction as c
-from sessions_app.core import piformat
+from sessions_app.core import intake
 from sessions_app.core.tree import Node, index, node_from_entry
 
 FIXTURE = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "pi" / "large-session.jsonl"
@@ -275,9 +275,9 @@ def test_the_large_fixture_cut_matches_pi():
 
 
 def _fixture_nodes() -> list[Node]:
-    parsed = piformat.parse(FIXTURE.read_bytes())
-    assert not parsed.problems
-    return [node_from_entry(line.data) for line in parsed.entries]
+    read = intake.read_file(FIXTURE.read_bytes())
+    assert not read.problems
+    return [node_from_entry(p.line.data) for p in read.placed]
 
 
 # --- prepare_compaction ------------------------------------------------------------------------

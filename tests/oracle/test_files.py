@@ -16,7 +16,7 @@ import pytest
 
 from sessions_app.core import context
 from sessions_app.core.tree import TreeIndex, children, index
-from sessions_app.store import services
+from sessions_app.store.importing import pipeline
 from tests.oracle.oracle import (
     GENERATED,
     OWN,
@@ -40,7 +40,7 @@ _ID_FIELD = re.compile(r'"(id|parentId|firstKeptEntryId)":"([^"\\]*)"')
 
 
 def _import(alice: Any, static: StaticFile) -> Any:
-    result = services.session_import(owner=alice, data=static.data, source_path=str(static.path))
+    result = pipeline.session_import(owner=alice, data=static.data, source_path=str(static.path))
     assert result.created
     assert result.version == static.version
     assert not result.skipped

@@ -17,6 +17,7 @@ from django.db.utils import ConnectionHandler
 
 from sessions_app.errors import ImportRejected
 from sessions_app.store import checkpoint, services
+from sessions_app.store.importing import pipeline
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("_sessions_deleted_after")]
 
@@ -56,19 +57,18 @@ def pragmas_before() -> tuple[int, int]:
     return (autocheckpoint(), cache_size()) if connection.vendor == "sqlite" else (0, 0)
 
 
+class PragmaLog(list[tuple[int, int]]):
+    """A progress callback that notes the connection's wal_autocheckpoint and cache_size the
+    first time the import reports (inside its transaction)."""
+
+    def __call__(self, _read: int) -> None:
+        if connection.vendor == "sqlite" and not self:
+            self.append((autocheckpoint(), cache_size()))
+
+
 @pytest.fixture
-def pragmas_during_import(monkeypatch) -> list[tuple[int, int]]:
-    """The connection's wal_autocheckpoint and cache_size seen inside the import's transaction."""
-    seen: list[tuple[int, int]] = []
-    real = services._imported
-
-    def spy(*args: Any, **kwargs: Any) -> None:
-        if connection.vendor == "sqlite":
-            seen.append((autocheckpoint(), cache_size()))
-        real(*args, **kwargs)
-
-    monkeypatch.setattr(services, "_imported", spy)
-    return seen
+def pragmas_during_import() -> PragmaLog:
+    return PragmaLog()
 
 
 @pytest.mark.parametrize(("size", "kib"), [(0, 16384), (100 * 2**20, 16384), (300 * 2**20, 38400), (2**31, 65536)])
@@ -99,7 +99,7 @@ def test_a_big_import_commits_without_checkpointing_and_a_thread_does_it(
 ):
     settings.PIWEB_BACKGROUND_CHECKPOINT_BYTES = 0
     data = generated(entries=300, seed=5)
-    result = services.session_import(owner=alice, data=data)
+    result = pipeline.session_import(owner=alice, data=data, progress=pragmas_during_import)
     join_checkpoints()
     assert result.added == 300
     if connection.vendor != "sqlite":
@@ -117,7 +117,7 @@ def test_a_big_import_commits_without_checkpointing_and_a_thread_does_it(
 def test_a_rejected_file_starts_no_checkpoint_and_restores_the_connection(alice, settings, runs, pragmas_before):
     settings.PIWEB_BACKGROUND_CHECKPOINT_BYTES = 0
     with pytest.raises(ImportRejected):
-        services.session_import(owner=alice, data=b'{"type":"session","version":3,"id":"x"}\nnot json\n')
+        pipeline.session_import(owner=alice, data=b'{"type":"session","version":3,"id":"x"}\nnot json\n')
     join_checkpoints()
     assert runs() == []
     if connection.vendor == "sqlite":
@@ -132,9 +132,9 @@ def test_nothing_changes_for_small_files_inside_transactions_or_when_off(
     data = generated(entries=50, seed=6)
     if case == "outer transaction":
         with transaction.atomic():
-            services.session_import(owner=alice, data=data)
+            pipeline.session_import(owner=alice, data=data, progress=pragmas_during_import)
     else:
-        services.session_import(owner=alice, data=data)
+        pipeline.session_import(owner=alice, data=data, progress=pragmas_during_import)
     join_checkpoints()
     assert runs() == []
     if connection.vendor == "sqlite":

@@ -20,6 +20,7 @@ from sessions_app.core.context import build_session_context
 from sessions_app.errors import SessionNotFound
 from sessions_app.models import Entry, Session
 from sessions_app.store import selectors, services
+from sessions_app.store.importing import pipeline
 from tests.builders import chain, header, jsonl
 from tests.store import workers
 from tests.store.helpers import assert_tree, nodes
@@ -147,7 +148,7 @@ def test_many_writers_on_one_session(session, mode):
 def test_writers_and_grown_file_imports_on_one_session(alice, tmp_path, mode):
     path = tmp_path / "pi.jsonl"
     path.write_bytes(jsonl(header("grown-concurrently"), *chain(4)))
-    session = services.session_import(owner=alice, data=path.read_bytes(), source_path=str(path)).session
+    session = pipeline.session_import(owner=alice, data=path.read_bytes(), source_path=str(path)).session
     start = [e.entry_id for e in assert_tree(session, expected=4)]
     calls: list[tuple[str, tuple[Any, ...]]] = [("importer", (alice.pk, str(path), 1, 12))]
     calls += [("writer", (session.pk, seed, OPS // 2, start)) for seed in range(300, 305)]
@@ -161,7 +162,7 @@ def test_writers_and_grown_file_imports_on_one_session(alice, tmp_path, mode):
     (imports,) = [r["imported"] for r in reports if r["imported"]]
     assert len(imports) == 12
     assert sum(imports) == len(file_lines) - 4  # each import added exactly its new lines
-    again = services.session_import(owner=alice, data=path.read_bytes())
+    again = pipeline.session_import(owner=alice, data=path.read_bytes())
     assert again.added == 0
 
 

@@ -12,6 +12,7 @@ from django.contrib.auth.models import User
 from sessions_app.errors import ImportRejected, SessionsError
 from sessions_app.models import Session
 from sessions_app.store import selectors, services
+from sessions_app.store.importing import pipeline
 from tests.builders import assistant, chain, entry, header, jsonl, user
 from tests.builders import line as json_line
 from tests.store.helpers import assert_tree, counts, export_bytes, problems
@@ -22,14 +23,14 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def existing(alice):
     """Another session already stored, so 'nothing stored' is checked against a non-empty DB."""
-    return services.session_import(owner=alice, data=jsonl(header("already-here"), *chain(2))).session
+    return pipeline.session_import(owner=alice, data=jsonl(header("already-here"), *chain(2))).session
 
 
 def rejected(owner: User, data: bytes, **kwargs: Any) -> list[tuple[int, str]]:
     """Import must fail with ImportRejected and leave the database as it was."""
     before = counts()
     with pytest.raises(ImportRejected) as exc_info:
-        services.session_import(owner=owner, data=data, **kwargs)
+        pipeline.session_import(owner=owner, data=data, **kwargs)
     assert counts() == before
     assert exc_info.value.status == 400
     assert exc_info.value.message
@@ -191,7 +192,7 @@ def test_absurdly_deep_nesting_is_a_line_error_not_a_crash(alice, existing, deep
 def test_nesting_up_to_the_limit_imports(alice):
     data = '{"type":"custom","id":"d","parentId":null,"timestamp":"2025-12-08T23:23:00.000Z","customType":"x","data":'
     data += "[" * 500 + "]" * 500 + "}"  # 501 levels with the entry object; the default limit is 512
-    session = services.session_import(owner=alice, data=jsonl(header(), data.encode())).session
+    session = pipeline.session_import(owner=alice, data=jsonl(header(), data.encode())).session
     assert_tree(session, expected=1)
     assert export_bytes(session) == jsonl(header(), data.encode())
 
@@ -224,7 +225,7 @@ def test_an_oversized_file(alice, existing, settings):
     only(rejected(alice, data), 0, f"file is {len(data)} bytes", f"limit of {len(data) - 1}")
     only(rejected(alice, data, partial=True), 0, "over the limit")
     settings.PIWEB_IMPORT_MAX_FILE_BYTES = len(data)
-    assert services.session_import(owner=alice, data=data).added == 10
+    assert pipeline.session_import(owner=alice, data=data).added == 10
 
 
 def test_invalid_utf8(alice, existing):
@@ -245,7 +246,7 @@ LONE = [
 def test_unpaired_surrogates_in_text_are_stored_verbatim(alice):
     data = jsonl(header(), *LONE)
     assert b"\\ud83d" in data
-    result = services.session_import(owner=alice, data=data)
+    result = pipeline.session_import(owner=alice, data=data)
     assert result.added == 4
     assert export_bytes(result.session) == data  # the lines keep their escapes
     session = Session.objects.get(pk=result.session.pk)
@@ -305,7 +306,7 @@ def test_every_problem_is_listed_in_line_order(alice, existing, settings):
 
 def test_the_error_message_counts_the_problems(alice, existing):
     with pytest.raises(ImportRejected, match="3 problem"):
-        services.session_import(owner=alice, data=jsonl(header(), *chain(1)) + b"x\ny\nz\n")
+        pipeline.session_import(owner=alice, data=jsonl(header(), *chain(1)) + b"x\ny\nz\n")
 
 
 # --- partial imports ----------------------------------------------------------------------
@@ -325,7 +326,7 @@ def test_partial_imports_the_sound_part_and_reports_the_rest(alice, existing):
             jsonl(entry("bad", "ok", "compaction", summary=1, tokensBefore=1)),  # 11
         ]
     )
-    result = services.session_import(owner=alice, data=data, partial=True)
+    result = pipeline.session_import(owner=alice, data=data, partial=True)
     assert result.created
     assert result.added == 4
     assert [p.line for p in result.skipped] == [5, 6, 7, 8, 9, 11]
@@ -337,7 +338,7 @@ def test_partial_imports_the_sound_part_and_reports_the_rest(alice, existing):
 
 def test_partial_leaf_skips_back_over_skipped_lines(alice):
     data = jsonl(header(), *chain(3), entry("z", "missing"))
-    result = services.session_import(owner=alice, data=data, partial=True)
+    result = pipeline.session_import(owner=alice, data=data, partial=True)
     assert result.session.leaf_id == "e0000003"
 
 
@@ -348,11 +349,11 @@ def test_partial_still_refuses_an_unusable_file(alice, existing):
 
 def test_partial_reimport_of_the_fixed_file_adds_the_rest(alice):
     broken = jsonl(header(), *chain(2)) + b"oops\n" + jsonl(*chain(2, start=3, parent="e0000002"))
-    first = services.session_import(owner=alice, data=broken, partial=True)
+    first = pipeline.session_import(owner=alice, data=broken, partial=True)
     assert first.added == 4  # only the 'oops' line was skipped
     assert [p.line for p in first.skipped] == [4]
     fixed = jsonl(header(), *chain(5))
-    again = services.session_import(owner=alice, data=fixed)
+    again = pipeline.session_import(owner=alice, data=fixed)
     assert again.added == 1
     assert_tree(first.session, expected=5)
     assert export_bytes(again.session) == fixed
@@ -383,7 +384,7 @@ def test_a_v1_compaction_whose_index_pointed_at_the_header(alice):
         },
         {"type": "message", "timestamp": "2025-12-08T23:23:04.000Z", "message": user("three")["message"]},
     )
-    result = services.session_import(owner=alice, data=data)
+    result = pipeline.session_import(owner=alice, data=data)
     assert result.skipped == []
     stored = assert_tree(result.session, expected=5)
     for compaction in (stored[1], stored[3]):
@@ -398,10 +399,10 @@ def test_a_v1_compaction_whose_index_pointed_at_the_header(alice):
 def test_a_duplicated_header_line(alice):
     # pi rewrites header + entries after a header-only file: the header appears twice.
     data = jsonl(header(), header(), *chain(3))
-    result = services.session_import(owner=alice, data=data)
+    result = pipeline.session_import(owner=alice, data=data)
     assert (result.added, result.skipped) == (3, [])
     assert export_bytes(result.session) == data
-    assert services.session_import(owner=alice, data=data).added == 0
+    assert pipeline.session_import(owner=alice, data=data).added == 0
 
 
 def test_a_header_repeated_with_the_entries_before_it(alice):
@@ -410,23 +411,23 @@ def test_a_header_repeated_with_the_entries_before_it(alice):
     early = chain(2)
     later = chain(2, start=3, parent="e0000002")
     data = jsonl(header(), *early, header(), *early, *later)
-    result = services.session_import(owner=alice, data=data)
+    result = pipeline.session_import(owner=alice, data=data)
     assert result.skipped == []
     assert [e.entry_id for e in assert_tree(result.session, expected=4)] == [f"e000000{i}" for i in range(1, 5)]
     assert result.session.leaf_id == "e0000004"
     # A repeated id whose line differs is still an error.
     changed = jsonl(header(), *early, header(), entry("e0000002", "e0000001", message=user("edited")["message"]))
     with pytest.raises(ImportRejected, match="1 problem"):
-        services.session_import(owner=alice, data=jsonl(header("s2"), *early) + changed.split(b"\n", 1)[1])
+        pipeline.session_import(owner=alice, data=jsonl(header("s2"), *early) + changed.split(b"\n", 1)[1])
 
 
 def test_crlf_line_endings(alice):
     # pi never writes them, but its reader takes them (JSON allows the trailing whitespace).
     data = jsonl(header(), *chain(2)).replace(b"\n", b"\r\n")
-    session = services.session_import(owner=alice, data=data).session
+    session = pipeline.session_import(owner=alice, data=data).session
     assert_tree(session, expected=2)
     assert export_bytes(session) == data
-    assert services.session_import(owner=alice, data=data).added == 0
+    assert pipeline.session_import(owner=alice, data=data).added == 0
 
 
 # --- re-imports ---------------------------------------------------------------------------
@@ -434,20 +435,20 @@ def test_crlf_line_endings(alice):
 
 def test_reimporting_the_same_file_adds_nothing(alice):
     data = jsonl(header(), *chain(5))
-    services.session_import(owner=alice, data=data)
+    pipeline.session_import(owner=alice, data=data)
     before = counts()
     for _ in range(3):
-        result = services.session_import(owner=alice, data=data)
+        result = pipeline.session_import(owner=alice, data=data)
         assert (result.created, result.added) == (False, 0)
     assert counts() == before
 
 
 def test_a_grown_file_adds_the_new_lines_only(alice):
     data = jsonl(header(), *chain(5))
-    session = services.session_import(owner=alice, data=data).session
+    session = pipeline.session_import(owner=alice, data=data).session
     services.leaf_move(session=session, entry_id="e0000002")
     grown = data + jsonl(*chain(3, start=6, parent="e0000005"))
-    result = services.session_import(owner=alice, data=grown)
+    result = pipeline.session_import(owner=alice, data=grown)
     assert result.added == 3
     session = Session.objects.get(pk=session.pk)
     assert session.leaf_id == "e0000008"
@@ -457,23 +458,23 @@ def test_a_grown_file_adds_the_new_lines_only(alice):
 
 def test_a_grown_file_with_a_bad_new_line_reports_its_real_line_number(alice):
     data = jsonl(header(), *chain(5))
-    services.session_import(owner=alice, data=data)
+    pipeline.session_import(owner=alice, data=data)
     grown = data + jsonl(*chain(1, start=6, parent="e0000005")) + b"{bad\n" + jsonl(entry("z", "nope"))
     before = counts()
     with pytest.raises(ImportRejected) as exc_info:
-        services.session_import(owner=alice, data=grown)
+        pipeline.session_import(owner=alice, data=grown)
     assert [line for line, _ in problems(exc_info)] == [8, 9]
     assert counts() == before
 
 
 def test_a_modified_existing_line_is_a_conflict(alice):
     data = jsonl(header(), *chain(4))
-    session = services.session_import(owner=alice, data=data).session
+    session = pipeline.session_import(owner=alice, data=data).session
     lines = data.split(b"\n")
     lines[2] = lines[2].replace(b"text of e0000002", b"tampered")
     before = counts()
     with pytest.raises(SessionsError) as exc_info:
-        services.session_import(owner=alice, data=b"\n".join(lines))
+        pipeline.session_import(owner=alice, data=b"\n".join(lines))
     assert exc_info.value.extra["errors"] == [
         {"line": 3, "message": "entry 'e0000002' differs from the stored entry with that id"}
     ]
@@ -483,11 +484,11 @@ def test_a_modified_existing_line_is_a_conflict(alice):
 
 def test_a_modified_line_in_a_grown_file_is_a_conflict(alice):
     data = jsonl(header(), *chain(4))
-    services.session_import(owner=alice, data=data)
+    pipeline.session_import(owner=alice, data=data)
     tampered = data.replace(b"text of e0000004", b"text of E0000004")
     grown = tampered + jsonl(*chain(1, start=5, parent="e0000004"))
     before = counts()
     with pytest.raises(SessionsError, match="nothing was imported") as exc_info:
-        services.session_import(owner=alice, data=grown)
+        pipeline.session_import(owner=alice, data=grown)
     assert [line for line, _ in problems(exc_info)] == [5]
     assert counts() == before

@@ -9,7 +9,8 @@ import pytest
 
 from sessions_app.errors import ImportRejected
 from sessions_app.models import Entry, Session
-from sessions_app.store import selectors, services
+from sessions_app.store import selectors
+from sessions_app.store.importing import pipeline
 
 pytestmark = pytest.mark.django_db
 
@@ -24,7 +25,7 @@ def _lines(data: bytes) -> list[bytes]:
 
 
 def test_it_stores_a_big_file_exactly(alice, big_file):
-    result = services.session_import(owner=alice, data=big_file)
+    result = pipeline.session_import(owner=alice, data=big_file)
     assert result.added == 7000
     assert "".join(selectors.export_lines(session=result.session)).encode() == big_file
     seqs = list(Entry.objects.filter(session=result.session).values_list("seq", flat=True).order_by("seq"))
@@ -35,7 +36,7 @@ def test_a_bad_line_after_streamed_batches_stores_nothing(alice, big_file):
     lines = _lines(big_file)
     lines[6500] = b'{"type":"message","id":"broken"'
     with pytest.raises(ImportRejected) as caught:
-        services.session_import(owner=alice, data=b"\n".join(lines) + b"\n")
+        pipeline.session_import(owner=alice, data=b"\n".join(lines) + b"\n")
     assert caught.value.extra["errors"][0]["line"] == 6501
     assert Session.objects.count() == 0
     assert Entry.objects.count() == 0
@@ -44,12 +45,12 @@ def test_a_bad_line_after_streamed_batches_stores_nothing(alice, big_file):
 def test_a_dangling_parent_late_in_the_file_stores_nothing_on_a_grown_session(alice, big_file):
     lines = _lines(big_file)
     first = b"\n".join(lines[:3000]) + b"\n"
-    services.session_import(owner=alice, data=first)
+    pipeline.session_import(owner=alice, data=first)
     grown = json.loads(lines[6000])
     grown["parentId"] = "nowhere0"
     lines[6000] = json.dumps(grown, separators=(",", ":"), ensure_ascii=False).encode()
     with pytest.raises(ImportRejected):
-        services.session_import(owner=alice, data=b"\n".join(lines) + b"\n")
+        pipeline.session_import(owner=alice, data=b"\n".join(lines) + b"\n")
     session = Session.objects.get()
     assert session.last_seq == 2999
     assert Entry.objects.count() == 2999
@@ -65,7 +66,7 @@ def test_children_before_their_parents_still_import(alice):
 
     rows = [header, msg("c", "b", "third"), msg("a", None, "first"), msg("b", "a", "second")]
     data = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows).encode()
-    result = services.session_import(owner=alice, data=data)
+    result = pipeline.session_import(owner=alice, data=data)
     assert result.added == 3
     session = result.session
     assert session.leaf_id == "b"  # pi: the last line
@@ -78,8 +79,8 @@ def test_children_before_their_parents_still_import(alice):
 
 def test_a_grown_file_streams_only_its_tail(alice, big_file):
     lines = _lines(big_file)
-    services.session_import(owner=alice, data=b"\n".join(lines[:4000]) + b"\n")
-    result = services.session_import(owner=alice, data=big_file)
+    pipeline.session_import(owner=alice, data=b"\n".join(lines[:4000]) + b"\n")
+    result = pipeline.session_import(owner=alice, data=big_file)
     assert (result.created, result.added) == (False, 3001)
     assert "".join(selectors.export_lines(session=result.session)).encode() == big_file
     leaf = result.session.leaf_id
@@ -97,9 +98,9 @@ def test_a_changed_file_imported_again_records_no_second_copy_of_its_extra_heade
 
     head = json.dumps(header)
     broken = [head, msg("a", None), head, msg("b", "a"), '{"type": "message", "id": "c", "parentId": "b"']
-    services.session_import(owner=alice, data=("\n".join(broken) + "\n").encode(), partial=True)
+    pipeline.session_import(owner=alice, data=("\n".join(broken) + "\n").encode(), partial=True)
     fixed = [*broken[:4], msg("c", "b")]
-    result = services.session_import(owner=alice, data=("\n".join(fixed) + "\n").encode())
+    result = pipeline.session_import(owner=alice, data=("\n".join(fixed) + "\n").encode())
     assert result.added == 1
     exported = "".join(selectors.export_lines(session=result.session)).splitlines()
     assert exported == fixed

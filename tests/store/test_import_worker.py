@@ -1,70 +1,60 @@
-"""Large new files are imported with rows built by a worker process (services._import_in_worker).
-
-The worker must store exactly what the in-process parser stores, and hand every file it does not
-take (problems, unusual order, a crash) back to it without leaving anything behind.
+"""Large new files have their rows built by a forked child (store/importing/worker.py): the same
+steps as in this process, run elsewhere. Both must store exactly the same, report the same
+problems and progress, and a child that fails must hand the file back without leaving anything.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
 import pickle
 import signal
-import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import OperationalError
+from django.db import OperationalError, connection
 from django.forms.models import model_to_dict
 
 from sessions_app.errors import ImportRejected
 from sessions_app.models import Entry, Session
-from sessions_app.store import entry_insert, selectors, services
-from sessions_app.store.importing import worker, worker_client
+from sessions_app.store import rows, selectors, services
+from sessions_app.store.importing import pipeline, worker
+from sessions_app.store.importing.worker_client import WorkerRun
+from tests.paths import FIXTURES
 
 pytestmark = pytest.mark.django_db
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "pi"
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "pi"
+OWN = Path(__file__).resolve().parents[1] / "fixtures" / "pi"
 SESSION_FIELDS = (
     "public_id", "header_raw", "extra_headers", "cwd", "created", "leaf_id", "name", "message_count",
     "first_message", "modified_ms", "last_seq", "entries_digest", "source_bytes", "source_sha256", "import_report",
 )  # fmt: skip
 
 
-@pytest.fixture
-def outcomes(monkeypatch) -> list[Any]:
-    """What each _import_in_worker call returned (a result: the worker stored the rows)."""
-    seen: list[Any] = []
-    original = services._import_in_worker
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        seen.append(original(*args, **kwargs))
-        return seen[-1]
-
-    monkeypatch.setattr(services, "_import_in_worker", spy)
-    return seen
-
-
 def _snapshot(session: Session) -> tuple[dict[str, Any], list[tuple[Any, ...]]]:
     session.refresh_from_db()
     fields = {k: v for k, v in model_to_dict(session).items() if k in SESSION_FIELDS}
-    columns = [c for c in entry_insert.COLUMNS if c not in ("session_id", "created_at")]
-    rows = list(Entry.objects.filter(session=session).order_by("seq").values_list(*columns))
-    return fields, rows
+    columns = [c for c in rows.COLUMNS if c not in ("session_id", "created_at")]
+    stored = list(Entry.objects.filter(session=session).order_by("seq").values_list(*columns))
+    return fields, stored
 
 
-def _import_both_ways(user, data: bytes, settings, outcomes: list[Any]) -> tuple[Any, Any]:
-    settings.PIWEB_IMPORT_WORKER_MIN_BYTES = -1
-    result = services.session_import(owner=user, data=data)
-    assert outcomes == []
+def _import_both_ways(user, data: bytes, **options: Any) -> tuple[Any, Any]:
+    """The snapshot of the file imported with rows built in this process, then in a child."""
+    result = pipeline.session_import(owner=user, data=data, builder="process", **options)
+    assert result.built_by == "process"
     in_process = _snapshot(result.session)
     services.session_delete(session=result.session)
-    settings.PIWEB_IMPORT_WORKER_MIN_BYTES = 0
-    result = services.session_import(owner=user, data=data)
+    result = pipeline.session_import(owner=user, data=data, builder="worker", **options)
+    assert result.built_by == "worker"
+    if not options.get("partial"):
+        assert "".join(selectors.export_lines(session=result.session)).encode() == data
     return in_process, _snapshot(result.session)
 
 
@@ -76,50 +66,39 @@ def _import_both_ways(user, data: bytes, settings, outcomes: list[Any]) -> tuple
         {"entries": 2000, "seed": 5, "branch_prob": 0.3, "compactions": 8, "labels": 60},
     ],
 )
-def test_the_worker_stores_what_the_in_process_parser_stores(alice, settings, generated, outcomes, options):
-    data = generated(**options)
-    in_process, by_worker = _import_both_ways(alice, data, settings, outcomes)
-    assert len(outcomes) == 1 and isinstance(outcomes[0], services.ImportResult)  # the worker did it
-    assert by_worker == in_process
-    assert "".join(selectors.export_lines(session=outcomes[0].session)).encode() == data
-
-
-@pytest.mark.parametrize("name", ["v3-shapes.jsonl", "v3-dup-header.jsonl"])
-def test_format_fixtures_come_out_the_same(alice, settings, outcomes, name):
-    data = (FIXTURES / name).read_bytes()
-    in_process, by_worker = _import_both_ways(alice, data, settings, outcomes)
-    assert isinstance(outcomes[0], services.ImportResult)
-    assert by_worker == in_process
-    assert "".join(selectors.export_lines(session=outcomes[0].session)).encode() == data
-
-
-@pytest.mark.skipif(not (SHARED / "large-session.jsonl").exists(), reason="shared fixtures are not on this machine")
-def test_the_real_large_session_is_migrated_in_process(alice, settings, outcomes):
-    data = (SHARED / "large-session.jsonl").read_bytes()  # a v1 file: migration needs every line at once
-    in_process, by_worker = _import_both_ways(alice, data, settings, outcomes)
-    assert outcomes == [None]
+def test_the_worker_stores_what_this_process_stores(alice, generated, options):
+    in_process, by_worker = _import_both_ways(alice, generated(**options))
     assert by_worker == in_process
 
 
-def test_repeated_lines_are_handed_back_and_still_import_the_same(alice, settings, outcomes):
-    # pi's lazy flush can write entries twice (v3-dup-flush): the worker leaves that to the parser.
-    in_process, by_worker = _import_both_ways(alice, (FIXTURES / "v3-dup-flush.jsonl").read_bytes(), settings, outcomes)
-    assert outcomes == [None]
+@pytest.mark.parametrize("name", ["v3-shapes.jsonl", "v3-dup-header.jsonl", "v3-dup-flush.jsonl"])
+def test_format_fixtures_come_out_the_same(alice, name):
+    in_process, by_worker = _import_both_ways(alice, (OWN / name).read_bytes())
     assert by_worker == in_process
 
 
-def test_children_before_parents_are_handed_back(alice, settings, outcomes, generated):
+@pytest.mark.skipif(not (FIXTURES / "large-session.jsonl").exists(), reason="pi's fixtures are not on this machine")
+def test_a_migrated_v1_file_comes_out_the_same(alice):
+    data = (FIXTURES / "large-session.jsonl").read_bytes()
+    result = pipeline.session_import(owner=alice, data=data, builder="process")
+    in_process = _snapshot(result.session)
+    services.session_delete(session=result.session)
+    result = pipeline.session_import(owner=alice, data=data, builder="worker")
+    assert result.built_by == "worker" and _snapshot(result.session) == in_process
+
+
+def test_children_before_parents_come_out_the_same(alice, generated):
     lines = generated(300, seed=9).rstrip(b"\n").split(b"\n")
     data = b"\n".join([lines[0], *reversed(lines[1:])]) + b"\n"
-    in_process, by_worker = _import_both_ways(alice, data, settings, outcomes)
-    assert outcomes == [None]
+    in_process, by_worker = _import_both_ways(alice, data)
     assert by_worker == in_process
+    assert [row[0] for row in by_worker[1]] == list(range(1, 301))  # seqs in the file's order
 
 
-def test_lone_surrogates_come_out_the_same(alice, settings, outcomes, generated):
+def test_lone_surrogates_come_out_the_same(alice, generated):
     """JSON may escape half a UTF-16 pair (JSON.stringify of a string cut inside one): orjson
-    refuses it, so the worker's own parser never sees one; the line takes piformat's path, whose
-    preview replaces the half (a UTF-8 database refuses it) while the line stays as written."""
+    refuses it, so such a line takes the standard parser; its preview replaces the half (a UTF-8
+    database refuses it) while the line stays as written."""
     lines = generated(300, seed=21).rstrip(b"\n").split(b"\n")
     marked = []
     for number in (40, 41, 200):
@@ -130,47 +109,48 @@ def test_lone_surrogates_come_out_the_same(alice, settings, outcomes, generated)
             entry["message"]["content"] = [{"type": "text", "text": "cut \ud83d here"}]
         lines[number] = json.dumps(entry).encode()
         marked.append(entry["id"])
-    data = b"\n".join(lines) + b"\n"
-    in_process, by_worker = _import_both_ways(alice, data, settings, outcomes)
-    assert isinstance(outcomes[0], services.ImportResult)  # the worker took the file
+    in_process, by_worker = _import_both_ways(alice, b"\n".join(lines) + b"\n")
     assert by_worker == in_process
     previews = dict(Entry.objects.filter(entry_id__in=marked).values_list("entry_id", "preview"))
     assert len(previews) == 3 and all("cut \ufffd here" in p for p in previews.values())
-    assert "".join(selectors.export_lines(session=outcomes[0].session)).encode() == data
 
 
-def test_a_bad_line_is_reported_as_without_the_worker_and_nothing_is_left(alice, settings, outcomes, generated):
+def _broken(generated) -> bytes:
     lines = generated(2500, seed=11).rstrip(b"\n").split(b"\n")
     lines[2400] = b'{"type":"message","id":"broken"'
     bad = json.loads(lines[1200])
     bad["timestamp"] = 5
     lines[1200] = json.dumps(bad).encode()
-    data = b"\n".join(lines) + b"\n"
+    return b"\n".join(lines) + b"\n"
+
+
+def test_problems_are_reported_the_same_and_nothing_is_left(alice, generated):
+    data = _broken(generated)
     errors = []
-    for threshold in (-1, 0):
-        settings.PIWEB_IMPORT_WORKER_MIN_BYTES = threshold
+    for builder in ("process", "worker"):
         with pytest.raises(ImportRejected) as caught:
-            services.session_import(owner=alice, data=data)
+            pipeline.session_import(owner=alice, data=data, builder=builder)
         errors.append(caught.value.extra["errors"])
         assert Session.objects.count() == 0 and Entry.objects.count() == 0
-    assert outcomes == [None]
     assert errors[0] == errors[1]
     reported = [e["line"] for e in errors[1]]
     assert reported[0] == 1201 and 2401 in reported  # (the entries below line 1201 lose their parent)
 
 
-def test_a_session_written_after_its_entries_gets_the_id_autoincrement_would_give(alice, settings, outcomes, generated):
-    """On SQLite the worker path reserves the session's id and writes its row after the entries
-    (see _next_session_pk): ids still only grow, past those of deleted sessions, and the entries
-    point at the row."""
-    from django.db import connection
+def test_a_partial_import_comes_out_the_same(alice, generated):
+    in_process, by_worker = _import_both_ways(alice, _broken(generated), partial=True)
+    assert by_worker == in_process
+    assert in_process[0]["import_report"]
 
-    settings.PIWEB_IMPORT_WORKER_MIN_BYTES = 0
+
+def test_a_session_written_after_its_entries_gets_the_id_autoincrement_would_give(alice, generated):
+    """On SQLite a new session's id is reserved and its row written after the entries (see
+    pipeline._row_reserved): ids still only grow, past those of deleted sessions, and the entries
+    point at the row."""
     kept = services.session_create(owner=alice)
     gone = services.session_create(owner=alice)
     services.session_delete(session=gone)
-    result = services.session_import(owner=alice, data=generated(2500, seed=15))
-    assert isinstance(outcomes[0], services.ImportResult)  # the worker's path
+    result = pipeline.session_import(owner=alice, data=generated(2500, seed=15), builder="worker")
     assert result.session.pk > gone.pk > kept.pk
     assert services.session_create(owner=alice).pk > result.session.pk
     assert Entry.objects.filter(session_id=result.session.pk).count() == result.added == 2500
@@ -181,82 +161,60 @@ def test_a_session_written_after_its_entries_gets_the_id_autoincrement_would_giv
             assert cursor.fetchall() == []
 
 
-@pytest.mark.parametrize("threshold", [-1, 0])
-def test_a_file_with_many_blank_lines_before_its_header_imports_again_as_the_same_session(
-    alice, settings, generated, threshold
-):
+@pytest.mark.parametrize("builder", ["process", "worker"])
+def test_a_file_with_many_blank_lines_before_its_header_imports_again_as_the_same_session(alice, generated, builder):
     """The header is the first non-blank line, however far down (the stored-session lookup once
     gave up after 20 lines, and a second import then retried itself forever)."""
-    settings.PIWEB_IMPORT_WORKER_MIN_BYTES = threshold
     data = b"\n" * 25 + b"  \n" + generated(300, seed=16)
-    first = services.session_import(owner=alice, data=data)
-    again = services.session_import(owner=alice, data=data)
+    first = pipeline.session_import(owner=alice, data=data, builder=builder)
+    again = pipeline.session_import(owner=alice, data=data, builder=builder)
     assert first.created and first.added == 300
     assert not again.created and again.added == 0 and again.session.pk == first.session.pk
     assert Session.objects.filter(public_id=first.session.public_id).count() == 1
 
 
-def test_progress_adds_up_to_what_the_parser_reports(alice, settings, outcomes, generated):
+def test_progress_adds_up_to_the_same_either_way(alice, generated):
     data = generated(2500, seed=12)
     totals = []
-    for threshold in (-1, 0):
-        settings.PIWEB_IMPORT_WORKER_MIN_BYTES = threshold
+    for builder in ("process", "worker"):
         steps: list[int] = []
-        result = services.session_import(owner=alice, data=data, progress=steps.append)
+        result = pipeline.session_import(owner=alice, data=data, progress=steps.append, builder=builder)
         totals.append(sum(steps))
         services.session_delete(session=result.session)
     assert totals[0] == totals[1] > len(data) * 0.99
 
 
-def test_progress_taken_back_when_the_file_is_handed_back(alice, settings, outcomes, generated):
-    lines = generated(2500, seed=13).rstrip(b"\n").split(b"\n")
-    lines[-1] = b"{not json"
-    settings.PIWEB_IMPORT_WORKER_MIN_BYTES = 0
-    steps: list[int] = []
-    with pytest.raises(ImportRejected):
-        services.session_import(owner=alice, data=b"\n".join(lines) + b"\n", progress=steps.append)
-    back = steps.index(min(steps))  # the worker's bytes are taken back before the parser reports its own
-    assert steps[back] == -sum(steps[:back]) < 0
-    assert sum(steps) == sum(steps[back + 1 :]) > 0
-
-
-@pytest.mark.parametrize("threshold", [-1, 0])  # parsed in process; rows built by the worker
-def test_the_collector_is_held_off_while_rows_are_stored_and_resumes_after(
-    alice, settings, outcomes, generated, threshold
-):
+@pytest.mark.parametrize("builder", ["process", "worker"])
+def test_the_collector_is_held_off_while_rows_are_stored_and_resumes_after(alice, generated, builder):
     """gcpause around the bulk phase (progress is reported from inside it), resumed after, also when
     the file is rejected."""
     import gc
 
     from sessions_app.store.importing import gcpause
 
-    settings.PIWEB_IMPORT_WORKER_MIN_BYTES = threshold
     data = generated(2500, seed=14)
     assert gc.isenabled()
     during: list[bool] = []
-    services.session_import(owner=alice, data=data, progress=lambda n: during.append(gc.isenabled()))
+    pipeline.session_import(owner=alice, data=data, progress=lambda n: during.append(gc.isenabled()), builder=builder)
     assert during and not any(during)
     assert gc.isenabled() and gcpause._holders == 0
     broken = data.rstrip(b"\n") + b"\n{not json\n"
     with pytest.raises(ImportRejected):
-        services.session_import(owner=alice, data=broken)  # its new tail has a broken line
+        pipeline.session_import(owner=alice, data=broken, builder=builder)  # its new tail has a broken line
     assert gc.isenabled() and gcpause._holders == 0
 
 
-@pytest.fixture
-def children(monkeypatch) -> list[int]:
-    """The pids of the workers forked."""
-    pids: list[int] = []
-    real_fork = worker_client._fork
+# --- a child that fails -------------------------------------------------------------------------
 
-    def fork() -> int:
-        pid = real_fork()
+
+class Forks(list[int]):
+    """A fork that notes the pids of the children it makes."""
+
+    def __call__(self) -> int:
+        pid = os.fork()
         if pid:
-            pids.append(pid)
+            self.append(pid)
         return pid
-
-    monkeypatch.setattr(worker_client, "_fork", fork)
-    return pids
 
 
 def _reaped(pid: int) -> bool:
@@ -267,200 +225,110 @@ def _reaped(pid: int) -> bool:
     return False
 
 
-def test_a_worker_that_dies_midway_leaves_the_file_to_the_parser(
-    alice, settings, outcomes, generated, monkeypatch, children
-):
-    real_serve = worker.serve
+@contextlib.contextmanager
+def entry_writes(on_write: Any) -> Iterator[None]:
+    """Call on_write(rows) before each statement that writes entry rows (Django's execute wrapper)."""
 
+    def wrapper(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        if "INTO sessions_app_entry" in sql:
+            on_write(len(params) if many else 1)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(wrapper):
+        yield
+
+
+def test_a_child_that_dies_midway_leaves_the_file_to_this_process(alice, generated):
     def serve_then_die(data: bytes, job: worker.Job, out: Any) -> None:
-        class Dying:  # passes the first batches of rows on, then the process is killed
-            def __init__(self) -> None:
-                self.sent = 0
+        for message in worker.build(data, job):  # the first rows and some progress go out, then it dies
+            pickle.dump(message, out)
+            out.flush()
+            if message[0] == "progress":
+                os.kill(os.getpid(), signal.SIGKILL)
 
-            def write(self, chunk: bytes) -> int:
-                self.sent += 1
-                if self.sent > 3:
-                    out.flush()
-                    os.kill(os.getpid(), signal.SIGKILL)
-                return int(out.write(chunk))
-
-            def flush(self) -> None:
-                out.flush()
-
-        dying: Any = Dying()
-        real_serve(data, job, dying)
-
-    monkeypatch.setattr(worker, "serve", serve_then_die)  # the child is a fork: it has the patch
+    forks = Forks()
     written: list[int] = []
-    with_lines = services._with_lines
-
-    def counting(rows: list[Any], *args: Any) -> str:
-        written.append(len(rows))
-        return with_lines(rows, *args)
-
-    monkeypatch.setattr(services, "_with_lines", counting)
-    settings.PIWEB_IMPORT_WORKER_MIN_BYTES = 0
+    steps: list[int] = []
     data = generated(2500, seed=14)
-    result = services.session_import(owner=alice, data=data)
-    assert outcomes == [None]
-    assert written and sum(written) < 2500  # the worker's first rows were written, then rolled back
+    run = functools.partial(WorkerRun, fork=forks, serve=serve_then_die)
+    with entry_writes(written.append):
+        result = pipeline.session_import(owner=alice, data=data, builder="worker", run=run, progress=steps.append)
+    assert result.built_by == "process"
+    assert written  # the child's first rows were written, then rolled back
     assert result.added == 2500 and Entry.objects.count() == 2500
     assert "".join(selectors.export_lines(session=result.session)).encode() == data
-    assert len(children) == 1 and _reaped(children[0])
+    assert len(forks) == 1 and _reaped(forks[0])
+    back = steps.index(min(steps))  # the child's bytes are taken back before they are read again
+    assert steps[back] == -sum(steps[:back]) < 0
+    assert sum(steps) == sum(steps[back + 1 :]) > 0
 
 
-def test_a_worker_that_cannot_start_leaves_the_file_to_the_parser(alice, settings, outcomes, generated, monkeypatch):
+def test_a_child_that_cannot_start_leaves_the_file_to_this_process(alice, generated):
     def no_fork() -> int:
         raise BlockingIOError(11, "Resource temporarily unavailable")
 
-    monkeypatch.setattr(worker_client, "_fork", no_fork)
-    settings.PIWEB_IMPORT_WORKER_MIN_BYTES = 0
-    result = services.session_import(owner=alice, data=generated(300, seed=18))
-    assert outcomes == [None]
-    assert result.added == 300
+    run = functools.partial(WorkerRun, fork=no_fork)
+    result = pipeline.session_import(owner=alice, data=generated(300, seed=18), builder="worker", run=run)
+    assert result.built_by == "process" and result.added == 300
 
 
-def test_a_worker_stopped_early_is_killed_and_reaped(alice, settings, outcomes, generated, monkeypatch, children):
+def test_a_child_stopped_early_is_killed_and_reaped(alice, generated):
     def serve_then_hang(data: bytes, job: worker.Job, out: Any) -> None:
         first = next(worker.build(data, job))  # the first batch goes out whole...
         pickle.dump(first, out)
         out.flush()
         time.sleep(60)  # ...then the child works on (as on a long file)
 
-    def failing_write(*args: Any, **kwargs: Any) -> None:
+    def failing_write(count: int) -> None:
         raise OperationalError("disk I/O error")
 
-    monkeypatch.setattr(worker, "serve", serve_then_hang)
-    monkeypatch.setattr(services, "_with_lines", failing_write)  # the first rows fail to be written
-    settings.PIWEB_IMPORT_WORKER_MIN_BYTES = 0
+    forks = Forks()
     started = time.monotonic()
-    with pytest.raises(OperationalError):
-        services.session_import(owner=alice, data=generated(3000, seed=19))
+    run = functools.partial(WorkerRun, fork=forks, serve=serve_then_hang)
+    with entry_writes(failing_write), pytest.raises(OperationalError):
+        pipeline.session_import(owner=alice, data=generated(3000, seed=19), builder="worker", run=run)
     assert time.monotonic() - started < 20  # the child was killed, not waited for
     assert Session.objects.count() == 0 and Entry.objects.count() == 0
-    assert len(children) == 1 and _reaped(children[0])
+    assert len(forks) == 1 and _reaped(forks[0])
 
 
-def test_the_worker_holds_none_of_the_parents_files(alice, settings, outcomes, generated, monkeypatch):
+def test_the_child_holds_none_of_the_parents_files(alice, generated):
     """A client's socket stays open while any process holds it: the child closes all but its pipe."""
     seen: list[list[str]] = []
-    real_serve = worker.serve
 
     def serve_and_report(data: bytes, job: worker.Job, out: Any) -> None:
-        fds = [path.name for path in Path("/proc/self/fd").iterdir()]
-        real_serve(data, job, out)
-        pickle.dump(("fds", fds), out)  # read back by the test's own reader, after "done"
+        pickle.dump(("fds", [path.name for path in Path("/proc/self/fd").iterdir()]), out)
+        worker.serve(data, job, out)
 
-    monkeypatch.setattr(worker, "serve", serve_and_report)
-    settings.PIWEB_IMPORT_WORKER_MIN_BYTES = 0
+    class Recording(WorkerRun):
+        def messages(self) -> Iterator[tuple[str, Any]]:
+            for message in super().messages():
+                if message[0] == "fds":
+                    seen.append(message[1])
+                else:
+                    yield message
+
     with tempfile.TemporaryFile() as held:  # a file the parent has open
-        real_read = worker_client.WorkerRun._read
-
-        def read(self: worker_client.WorkerRun) -> None:
-            real_read(self)
-            assert self.output is not None
-            seen.append(pickle.load(self.output)[1])
-
-        monkeypatch.setattr(worker_client.WorkerRun, "_read", read)
-        services.session_import(owner=alice, data=generated(300, seed=20))
+        run = functools.partial(Recording, serve=serve_and_report)
+        result = pipeline.session_import(owner=alice, data=generated(300, seed=20), builder="worker", run=run)
         held_fd = str(held.fileno())
-    assert isinstance(outcomes[0], services.ImportResult)
+    assert result.built_by == "worker"
     assert len(seen) == 1 and len(seen[0]) <= 5  # 0-2, the pipe, and the listing's own descriptor
     assert held_fd not in seen[0]
 
 
-def test_small_files_and_known_sessions_do_not_start_a_worker(alice, settings, outcomes, generated):
+def test_small_files_and_known_sessions_do_not_start_a_worker(alice, settings, generated):
     settings.PIWEB_IMPORT_WORKER_MIN_BYTES = 10_000_000
-    services.session_import(owner=alice, data=generated(200, seed=15))
+    assert pipeline.session_import(owner=alice, data=generated(200, seed=15)).built_by == "process"
     settings.PIWEB_IMPORT_WORKER_MIN_BYTES = 0
-    services.session_import(owner=alice, data=generated(200, seed=15))  # a re-import: nothing new
-    services.session_import(owner=alice, data=generated(200, seed=16), partial=True)
-    assert outcomes == []
+    again = pipeline.session_import(owner=alice, data=generated(200, seed=15))  # a re-import: nothing new
+    assert again.built_by == "process"
+    assert pipeline.session_import(owner=alice, data=generated(200, seed=16)).built_by == "worker"
 
 
-def test_worker_rows_verify(alice, settings, generated, outcomes):
+def test_worker_rows_verify(alice, generated):
     from sessions_app.store import integrity
 
-    settings.PIWEB_IMPORT_WORKER_MIN_BYTES = 0
-    result = services.session_import(owner=alice, data=generated(1200, seed=17, branch_prob=0.1))
-    assert isinstance(outcomes[0], services.ImportResult)
+    result = pipeline.session_import(owner=alice, data=generated(1200, seed=17, branch_prob=0.1), builder="worker")
+    assert result.built_by == "worker"
     assert integrity.session_verify(session=result.session) is None
-
-
-def test_the_worker_module_is_pure():
-    import subprocess
-
-    code = (
-        "import sys; import sessions_app.store.importing.worker; "
-        "assert not [m for m in sys.modules if m == 'django' or m.startswith('django.')], 'django imported'"
-    )
-    subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], check=True)
-
-
-def test_the_fast_message_check_knows_every_message_rule():
-    from sessions_app.core import piformat
-    from sessions_app.store.importing import worker
-
-    assert set(worker._CONTENT_TYPES) == set(piformat.MESSAGE_FIELDS)
-
-
-def _plain_in_place(line: bytes, max_depth: int, max_line: int) -> Any:
-    """import_worker._plain_message on a line in the middle of a file, as the worker reads it."""
-    from sessions_app.store.importing import worker
-
-    data = b'{"before":[[1]]}\n' + line + b'\n{"after":[{}]}'
-    start = data.index(line)
-    return worker._plain_message(data, memoryview(data), start, start + len(line), max_depth, max_line)
-
-
-@pytest.mark.parametrize(
-    "mutate",
-    [
-        lambda e: e.pop("parentId"),
-        lambda e: e.update(id=""),
-        lambda e: e.update(id=7),
-        lambda e: e.update(id="x" * 201),
-        lambda e: e.update(parentId=3),
-        lambda e: e.update(timestamp="yesterday"),
-        lambda e: e.update(timestamp="2026-01-01T00:00:00"),  # no offset
-        lambda e: e.update(timestamp="2026-01-01T00:00:00.000Z" + " " * 60),
-        lambda e: e.update(message=[]),
-        lambda e: e["message"].update(role=None),
-        lambda e: e["message"].update(role="r" * 65),
-        lambda e: e["message"].pop("content"),
-        lambda e: e["message"].update(content={"type": "text"}),
-        lambda e: e["message"].update(timestamp=True),
-        lambda e: e["message"].update(timestamp="1"),
-        lambda e: e["message"].update(role="assistant", content="text, not blocks"),
-        lambda e: e["message"].update(role="toolResult", content=None),
-        lambda e: e["message"].update(role="custom", content=5),  # no rules for this role: valid
-        lambda e: e.update(extra={"deep": [[[[1]]]]}),  # unknown fields: valid
-    ],
-)
-def test_the_fast_message_check_accepts_only_what_validate_entry_accepts(mutate):
-    from sessions_app.core import piformat
-
-    entry = {
-        "type": "message", "id": "a1b2c3d4", "parentId": None, "timestamp": "2026-01-01T00:00:00.000Z",
-        "message": {"role": "user", "content": [{"type": "text", "text": "hi"}], "timestamp": 1},
-    }  # fmt: skip
-    assert _plain_in_place(json.dumps(entry).encode(), 512, 1 << 20) is not None
-    mutate(entry)
-    line = json.dumps(entry).encode()
-    fast = _plain_in_place(line, 512, 1 << 20)
-    if fast is not None:
-        assert piformat.validate_entry(json.loads(line)) is None
-        assert fast[0] == json.loads(line)  # the line itself, not its neighbours
-    assert _plain_in_place(line, 1, 1 << 20) is None  # deeper than the limit: the full check
-    assert _plain_in_place(line, 512, 10) is None  # longer than the limit: the full check
-
-
-def test_the_depth_bound_counts_the_line_only():
-    """Brackets on the lines around it do not count against a line's depth limit."""
-    line = json.dumps(
-        {"type": "message", "id": "a1b2c3d4", "parentId": None, "timestamp": "2026-01-01T00:00:00.000Z",
-         "message": {"role": "user", "content": [{"type": "text", "text": "hi"}]}}
-    ).encode()  # fmt: skip
-    own = line.count(b"{") + line.count(b"[")
-    assert _plain_in_place(line, own, 1 << 20) is not None
-    assert _plain_in_place(line, own - 1, 1 << 20) is None

@@ -13,6 +13,7 @@ from django.db import connection
 
 from sessions_app.models import Entry, Session
 from sessions_app.store import services
+from sessions_app.store.importing import pipeline
 from sessions_app.store.integrity import session_verify
 
 pytestmark = pytest.mark.django_db
@@ -38,7 +39,7 @@ def _sql(statement: str, params: list[Any]) -> None:
 
 
 def test_intact_sessions_verify(alice, generated_file):
-    imported = services.session_import(owner=alice, data=generated_file).session
+    imported = pipeline.session_import(owner=alice, data=generated_file).session
     made = services.session_create(owner=alice, name="made here")
     services.entry_append(session=made, payload={"type": "custom", "customType": "x", "data": {"n": 1}})
     last = Entry.objects.filter(session=imported).order_by("seq").last()
@@ -51,7 +52,7 @@ def test_intact_sessions_verify(alice, generated_file):
 
 @pytest.mark.parametrize("round_", range(12))
 def test_every_kind_of_tampering_is_caught_at_the_first_bad_entry(alice, generated_file, round_):
-    session = services.session_import(owner=alice, data=generated_file).session
+    session = pipeline.session_import(owner=alice, data=generated_file).session
     rng = random.Random(round_)
     seq = rng.randint(2, session.last_seq - 1)
     row = Entry.objects.get(session=session, seq=seq)

@@ -7,6 +7,7 @@ import pytest
 from sessions_app.errors import SessionNotFound
 from sessions_app.models import Entry, Session
 from sessions_app.store import selectors, services
+from sessions_app.store.importing import pipeline
 from tests.builders import assistant, user
 from tests.store.helpers import export_bytes, snapshot
 
@@ -61,6 +62,6 @@ def test_deleting_a_fork_leaves_the_source(session, alice):
 def test_a_deleted_session_can_be_imported_again(session, alice):
     exported = export_bytes(session)
     services.session_delete(session=session)
-    result = services.session_import(owner=alice, data=exported)
+    result = pipeline.session_import(owner=alice, data=exported)
     assert result.created
     assert export_bytes(result.session) == exported

@@ -10,6 +10,7 @@ import pytest
 from sessions_app.errors import EntryNotFound
 from sessions_app.models import Entry, Session
 from sessions_app.store import selectors, services
+from sessions_app.store.importing import pipeline
 from tests.builders import HEX8, ISO_MS, assistant, entry, header, jsonl, user
 from tests.store.helpers import assert_tree, counts, keys, rows, snapshot
 
@@ -152,7 +153,7 @@ def test_the_fork_header_and_session_fields(source, bob):
 
 def test_the_header_names_the_source_file_when_there_is_one(alice):
     data = jsonl(header("fork-src"), entry("aa", None), entry("bb", "aa"))
-    source = services.session_import(owner=alice, data=data, source_path="/home/u/.pi/agent/s/x.jsonl").session
+    source = pipeline.session_import(owner=alice, data=data, source_path="/home/u/.pi/agent/s/x.jsonl").session
     fork = services.session_fork(session=source, entry_id="bb", owner=alice)
     header_obj = json.loads(fork.header_raw)
     assert list(header_obj) == ["type", "version", "id", "timestamp", "cwd", "parentSession"]
@@ -203,5 +204,5 @@ def test_a_fork_exports_and_reimports_unchanged(source, bob):
     fork = services.session_fork(session=source, entry_id=by_text(source, "a3").entry_id, owner=bob)
     exported = export_bytes(fork)
     services.session_delete(session=fork)
-    again = services.session_import(owner=bob, data=exported).session
+    again = pipeline.session_import(owner=bob, data=exported).session
     assert export_bytes(again) == exported

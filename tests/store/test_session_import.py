@@ -12,6 +12,7 @@ from sessions_app.core.tree import leaf_after_load
 from sessions_app.errors import SessionConflict
 from sessions_app.models import Entry, Session
 from sessions_app.store import selectors, services
+from sessions_app.store.importing import pipeline
 from tests.builders import HEX8, SESSION_ID, assistant, chain, entry, header, jsonl, user
 from tests.store.helpers import assert_tree, counts, export_bytes, nodes, rows
 
@@ -37,7 +38,7 @@ def branched():
 
 
 def test_it_stores_every_line_exactly(alice, branched):
-    result = services.session_import(owner=alice, data=branched, source_path="/p/s.jsonl")
+    result = pipeline.session_import(owner=alice, data=branched, source_path="/p/s.jsonl")
     assert (result.created, result.added, result.skipped, result.version) == (True, 8, [], 3)
     session = result.session
     lines = branched.decode().splitlines()
@@ -55,13 +56,13 @@ def test_it_stores_every_line_exactly(alice, branched):
 
 
 def test_the_leaf_is_the_last_line_as_pi_loads_it(alice, branched):
-    session = services.session_import(owner=alice, data=branched).session
+    session = pipeline.session_import(owner=alice, data=branched).session
     assert session.leaf_id == "s0000008"
     assert session.leaf_id == leaf_after_load(nodes(session))
 
 
 def test_listing_and_labels_and_context_follow_pi(alice, branched):
-    session = Session.objects.get(pk=services.session_import(owner=alice, data=branched).session.pk)
+    session = Session.objects.get(pk=pipeline.session_import(owner=alice, data=branched).session.pk)
     assert session.name == "Imported"
     assert session.message_count == 4
     assert session.first_message == "first"
@@ -75,7 +76,7 @@ def test_listing_and_labels_and_context_follow_pi(alice, branched):
 
 def test_a_v1_file_is_migrated_into_one_chain(alice):
     data = LARGE.read_bytes()
-    result = services.session_import(owner=alice, data=data)
+    result = pipeline.session_import(owner=alice, data=data)
     assert (result.created, result.added, result.version) == (True, 1018, 1)
     session = result.session
     stored = assert_tree(session, expected=1018)
@@ -94,7 +95,7 @@ def test_a_v1_file_is_migrated_into_one_chain(alice):
     assert context["thinkingLevel"] == "off"
     assert context["model"] == {"provider": "anthropic", "modelId": "claude-sonnet-4-5"}
     # Deterministic ids: importing the file again adds nothing.
-    again = services.session_import(owner=alice, data=data)
+    again = pipeline.session_import(owner=alice, data=data)
     assert (again.created, again.added) == (False, 0)
     assert_tree(session, expected=1018)
 
@@ -113,7 +114,7 @@ def test_a_v1_compaction_gets_its_first_kept_entry_id(alice):
         },
         {"type": "message", "timestamp": "2025-12-08T23:23:03.000Z", "message": user("three")["message"]},
     )
-    session = services.session_import(owner=alice, data=data).session
+    session = pipeline.session_import(owner=alice, data=data).session
     stored = assert_tree(session, expected=4)
     compaction = json.loads(stored[2].raw)
     assert list(compaction) == ["type", "timestamp", "summary", "tokensBefore", "id", "parentId", "firstKeptEntryId"]
@@ -131,7 +132,7 @@ def test_a_v2_hook_message_becomes_custom(alice):
             message={"role": "hookMessage", "customType": "x", "content": "c", "display": True, "timestamp": 1},
         ),
     )
-    session = services.session_import(owner=alice, data=data).session
+    session = pipeline.session_import(owner=alice, data=data).session
     (stored,) = assert_tree(session, expected=1)
     assert json.loads(stored.raw)["message"]["role"] == "custom"
     assert json.loads(session.header_raw)["version"] == 3
@@ -142,7 +143,7 @@ def test_unknown_types_and_keys_are_kept_verbatim(alice):
     odd += b'"z":1,"a":{"9":1,"1":2}}'
     msg = entry("m2", "f1", message={**user("x")["message"], "extraKey": [1.5e-7, 1e21]})
     data = jsonl(header(), odd, msg)
-    session = services.session_import(owner=alice, data=data).session
+    session = pipeline.session_import(owner=alice, data=data).session
     assert export_bytes(session) == data
     assert rows(session)[0].raw == odd.decode()
 
@@ -150,16 +151,16 @@ def test_unknown_types_and_keys_are_kept_verbatim(alice):
 def test_blank_lines_and_a_missing_final_newline_are_fine(alice):
     body = jsonl(header(), *chain(3))
     data = body.replace(b"\n", b"\n\n", 1).rstrip(b"\n")
-    session = services.session_import(owner=alice, data=data).session
+    session = pipeline.session_import(owner=alice, data=data).session
     assert_tree(session, expected=3)
     assert session.leaf_id == "e0000003"
 
 
 def test_reimporting_the_same_file_adds_nothing(alice, branched):
-    first = services.session_import(owner=alice, data=branched)
+    first = pipeline.session_import(owner=alice, data=branched)
     services.leaf_move(session=first.session, entry_id="u0000005")
     before = counts()
-    again = services.session_import(owner=alice, data=branched)
+    again = pipeline.session_import(owner=alice, data=branched)
     assert (again.created, again.added, again.skipped) == (False, 0, [])
     assert again.session.pk == first.session.pk
     assert counts() == before
@@ -167,13 +168,13 @@ def test_reimporting_the_same_file_adds_nothing(alice, branched):
 
 
 def test_a_grown_file_adds_only_the_new_lines_and_moves_the_leaf(alice, branched):
-    session = services.session_import(owner=alice, data=branched).session
+    session = pipeline.session_import(owner=alice, data=branched).session
     services.leaf_move(session=session, entry_id="u0000005")
     grown = branched + jsonl(
         entry("a0000009", "u0000005", message=assistant("more")["message"]),
         entry("u0000010", "a0000009", message=user("and more")["message"]),
     )
-    result = services.session_import(owner=alice, data=grown)
+    result = pipeline.session_import(owner=alice, data=grown)
     assert (result.created, result.added) == (False, 2)
     session = Session.objects.get(pk=session.pk)
     assert session.leaf_id == "u0000010"
@@ -183,10 +184,10 @@ def test_a_grown_file_adds_only_the_new_lines_and_moves_the_leaf(alice, branched
 
 
 def test_a_file_grown_after_piweb_appended_keeps_both(alice, branched):
-    session = services.session_import(owner=alice, data=branched).session
+    session = pipeline.session_import(owner=alice, data=branched).session
     mine = services.entry_append(session=session, payload=user("written in piweb"))
     grown = branched + jsonl(entry("x0000009", "s0000008", message=assistant("written by pi")["message"]))
-    result = services.session_import(owner=alice, data=grown)
+    result = pipeline.session_import(owner=alice, data=grown)
     assert result.added == 1
     stored = assert_tree(session, expected=10)
     assert [e.entry_id for e in stored[-2:]] == [mine.entry_id, "x0000009"]
@@ -194,16 +195,16 @@ def test_a_file_grown_after_piweb_appended_keeps_both(alice, branched):
 
 
 def test_another_users_session_id_is_a_conflict(alice, bob, branched):
-    services.session_import(owner=alice, data=branched)
+    pipeline.session_import(owner=alice, data=branched)
     before = counts()
     with pytest.raises(SessionConflict):
-        services.session_import(owner=bob, data=branched)
+        pipeline.session_import(owner=bob, data=branched)
     assert counts() == before
 
 
 def test_entries_of_a_file_never_leak_into_another_session(alice, branched):
-    services.session_import(owner=alice, data=branched)
+    pipeline.session_import(owner=alice, data=branched)
     other = jsonl(header("other-session"), *chain(2))
-    session = services.session_import(owner=alice, data=other).session
+    session = pipeline.session_import(owner=alice, data=other).session
     assert_tree(session, expected=2)
     assert Entry.objects.count() == 10

@@ -16,6 +16,7 @@ from django.contrib.auth.models import User
 from sessions_app.core.tree import session_name
 from sessions_app.models import Session
 from sessions_app.store import selectors, services
+from sessions_app.store.importing import pipeline
 from tests.builders import jsonl, user
 from tests.store.helpers import assert_tree, keys, nodes
 
@@ -83,9 +84,9 @@ def test_the_imported_name_follows_the_same_rule(alice):
         }
 
     head = {"type": "session", "version": 3, "id": "rename-imp", "timestamp": "2025-12-08T23:22:54.411Z", "cwd": "/"}
-    session = services.session_import(owner=alice, data=jsonl(head, info("a1", None, name=" Old "))).session
+    session = pipeline.session_import(owner=alice, data=jsonl(head, info("a1", None, name=" Old "))).session
     assert Session.objects.get(pk=session.pk).name == "Old"
     grown = jsonl(head, info("a1", None, name=" Old "), info("a2", "a1"))  # no name at all: cleared
-    services.session_import(owner=alice, data=grown)
+    pipeline.session_import(owner=alice, data=grown)
     assert Session.objects.get(pk=session.pk).name == ""
     assert session_name(nodes(session)) is None

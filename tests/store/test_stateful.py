@@ -23,12 +23,13 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from sessions_app.core import piformat
+from sessions_app.core import intake
 from sessions_app.core.context import build_session_context
 from sessions_app.core.tree import node_from_entry, session_name
 from sessions_app.errors import SessionConflict
 from sessions_app.models import Session
 from sessions_app.store import selectors, services
+from sessions_app.store.importing import pipeline
 from tests.store.helpers import assert_tree, export_bytes, objects
 
 pytestmark = pytest.mark.django_db
@@ -201,11 +202,11 @@ class SessionMachine(RuleBasedStateMachine):
         exported = export_bytes(self.session)
         stranger = User.objects.create_user(f"stranger{next(USERS)}")
         with pytest.raises(SessionConflict):  # session ids are unique across piweb
-            services.session_import(owner=stranger, data=exported)
+            pipeline.session_import(owner=stranger, data=exported)
         header, _, body = exported.partition(b"\n")
         renamed = json.loads(header)
         renamed["id"] = str(uuid.uuid4())
-        copy = services.session_import(
+        copy = pipeline.session_import(
             owner=stranger, data=json.dumps(renamed, separators=(",", ":")).encode() + b"\n" + body
         )
         assert copy.created
@@ -217,7 +218,7 @@ class SessionMachine(RuleBasedStateMachine):
         got = selectors.session_context(session=copy.session)
         assert {k: got[k] for k in EMPTY_CONTEXT} == self.context_at(last)
         if by_owner:  # the owner re-importing their own export adds nothing and keeps the leaf
-            again = services.session_import(owner=self.owner, data=exported)
+            again = pipeline.session_import(owner=self.owner, data=exported)
             assert (again.created, again.added) == (False, 0)
             assert Session.objects.get(pk=self.session.pk).leaf_id == self.leaf
 
@@ -242,10 +243,10 @@ class SessionMachine(RuleBasedStateMachine):
             last = self.ids[-1]
             assert selectors.session_context(session=fresh, leaf_id=last) == {"leafId": last, **self.context_at(last)}
         # Export, then read it back as an import would.
-        parsed = piformat.parse(export_bytes(fresh))
-        assert parsed.problems == []
-        assert [ln.data for ln in parsed.entries] == list(self.entries.values())
-        assert parsed.leaf_id == (self.ids[-1] if self.entries else None)
+        read = intake.read_file(export_bytes(fresh))
+        assert read.problems == []
+        assert [p.line.data for p in read.placed] == list(self.entries.values())
+        assert read.leaf_id == (self.ids[-1] if self.entries else None)
 
 
 def test_the_store_agrees_with_a_model_of_pi():

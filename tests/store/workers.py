@@ -108,7 +108,7 @@ def importer(barrier: Any, owner_pk: int, path: str, seed: int, rounds: int) -> 
     from django.db import connection
 
     from sessions_app.core import jsjson
-    from sessions_app.store import services
+    from sessions_app.store.importing import pipeline
 
     report = _report()
     try:
@@ -135,7 +135,7 @@ def importer(barrier: Any, owner_pk: int, path: str, seed: int, rounds: int) -> 
                 f.write(("\n".join(lines) + "\n").encode())
             data = Path(path).read_bytes()
             try:
-                result = services.session_import(owner=owner, data=data, source_path=path)
+                result = pipeline.session_import(owner=owner, data=data, source_path=path)
                 report["imported"].append(result.added)
                 report["created"].extend((jsjson.loads(ln)["id"], jsjson.loads(ln)["parentId"]) for ln in lines)
             except Exception as exc:
@@ -152,13 +152,13 @@ def first_importer(barrier: Any, owner_pk: int, data: bytes) -> dict[str, Any]:
     from django.contrib.auth.models import User
     from django.db import connection
 
-    from sessions_app.store import services
+    from sessions_app.store.importing import pipeline
 
     report = _report()
     try:
         owner = User.objects.get(pk=owner_pk)
         barrier.wait(timeout=60)
-        result = services.session_import(owner=owner, data=data)
+        result = pipeline.session_import(owner=owner, data=data)
         report["imported"].append((result.created, result.added, result.session.pk))
     except Exception as exc:
         report["errors"].append(f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")

@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from sessions_app.errors import SessionsError
-from sessions_app.store import services
+from sessions_app.store.importing import pipeline
 
 
 def session_files(paths: list[str]) -> list[Path]:
@@ -57,7 +57,7 @@ class Command(BaseCommand):
                     bar.update(done)
 
                 try:
-                    result = services.session_import(
+                    result = pipeline.session_import(
                         owner=owner,
                         data=data,
                         source_path=str(path.resolve()),

@@ -2,7 +2,7 @@
 
 The page uploads each file with the import form (background=1); the view starts the import in a
 background thread and answers at once with a progress fragment that polls import_progress. The
-thread reports how many bytes services.session_import has parsed (and stored) into the cache
+thread reports how many bytes pipeline.session_import has parsed (and stored) into the cache
 under a random job id; the fragment redraws with that until the job is done, then shows its
 result. Only the user who started a job may read it. The job's thread has its own database
 connection, closed when it ends, and runs in a copy of the request's context (the audit trail
@@ -29,7 +29,7 @@ from django.db import connections
 from sessions_app.access import teams
 from sessions_app.errors import ImportRejected, SessionsError
 from sessions_app.models import Team
-from sessions_app.store import services
+from sessions_app.store.importing import pipeline
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ def import_one(*, user: User, data: bytes, name: str, into: Team | None, progres
     """Import one file (into a team the caller may import into, already checked); never raises
     for a rejected file: the result says why, with line numbers."""
     try:
-        result = services.session_import(owner=user, data=data, source_path=name, progress=progress)
+        result = pipeline.session_import(owner=user, data=data, source_path=name, progress=progress)
     except ImportRejected as exc:
         return {"name": name, "ok": False, "message": exc.message, "errors": exc.extra.get("errors", [])}
     except SessionsError as exc:

@@ -1,26 +1,22 @@
-"""Builds the entry rows of a new session's v3 file in a forked child process. Pure: no Django.
+"""Builds the entry rows of a session file: in a forked child process, or in the importing one.
 
-Why a process: a large import is CPU-bound Python (JSON, checks, previews, path states, chain
-hashes) followed by database writes; in one process they share the GIL, so they cannot overlap.
-Here this worker computes rows while the importing process writes them, one core each. The
-importing process also completes each row with its chain hash (and keeps the session's running
-digest, services._with_lines): that balances the two (with multi-row INSERTs, the writes take
-less time than this worker's part).
+The steps are the import's own: piformat.read_entries reads and checks each line, core.intake
+places each entry in the tree, store.rows.entry_row makes its row. build() runs them; the
+importing process writes the rows (store/importing/pipeline.py). Pure: no Django.
+
+Why a child process: reading, checking and placing 100k entries is CPU-bound Python, and so is
+writing them; in one process they share the GIL. Here a forked child builds rows while the
+importing process completes their chain hashes and writes them, one core each.
 
 Why fork: the child starts at once with the file's bytes already in memory (shared copy-on-write;
 a 100 MB file is neither copied nor read again) and every module already imported.
 
-Only the common case is done here: every line valid, every parent (and label target) before its
-children, no repeated ids. On anything else the worker answers "fallback" and the importing
-process parses the file itself (piformat.parse), which reports each problem with its line number;
-the rows built here, once the importing process has completed them, are exactly the rows that path
-would store (tests/store/test_import_worker.py).
-
-Protocol: a pipe carries pickled messages:
-("rows", [row, ...]), ("progress", bytes_read), then ("done", Summary) or ("fallback", reason).
-A row (a list) holds its line as (start, end) offsets into the file, which the importing process
-has too: the lines themselves (nearly all of the file) need not be pickled and piped. Its last
-column, the chain hash, is None: the importing process fills it in.
+Protocol (a pipe of pickled messages): ("rows", [row, ...]), ("progress", bytes_read), then
+("done", Summary), or ("failed", reason) if the child could not finish (the importing process then
+builds the rows itself). A row (a list in rows.COLUMNS order) holds a line of the file as its
+(start, end) offsets, which the importing process has too: the lines (nearly all of the file) need
+not be pickled and piped; a line migrated from v1/v2 comes as its bytes. Its chain hash is left to
+the importing process (store.rows.hash_rows).
 """
 
 from __future__ import annotations
@@ -30,29 +26,18 @@ import gc
 import os
 import pickle
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
-import orjson
-
-from sessions_app.core.context import PathState, StateJson, advance_entry, state_json
-from sessions_app.core.listing import Listing, storable, update_listing
-from sessions_app.core.piformat import (
-    MAX_ID_CHARS,
-    MAX_SHORT_CHARS,
-    MESSAGE_FIELDS,
-    Limits,
-    _lines,
-    _parse_line,
-    validate_entry,
-)
-from sessions_app.core.tree import parse_timestamp_ms, row_text
+from sessions_app.core.intake import Intake, Placed, StoredTree
+from sessions_app.core.listing import Listed, Listing
+from sessions_app.core.piformat import Header, Limits, Problem, read_entries
+from sessions_app.store.rows import entry_row
 
 BATCH = 2000  # rows per message
 FIRST_BATCH = 200  # smaller, so the importing process starts writing sooner
-PROGRESS_EVERY = 1 << 20  # bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,167 +46,56 @@ class Job:
     author_id: int | None
     created_at: Any  # the created_at column value, as the database adapter takes it
     limits: Limits
-    start: int  # offset of the line after the header
-    first_line: int  # the header's line number
+    header: Header  # where the lines to read start (after the header, or where a grown file grew)
+    first_seq: int = 1
 
 
 @dataclass(slots=True)
 class Summary:
-    entries: int = 0
+    placed: int = 0
+    known: int = 0
     leaf_id: str | None = None
-    listing: Listing = field(default_factory=Listing)
-    extra_headers: list[tuple[int, str]] = field(default_factory=list)  # (entries before it, raw line)
-    private_mb: float = 0.0  # the worker's memory of its own at the end (not shared with its parent)
+    listing: Listed = field(default_factory=Listing)
+    extra_lines: list[tuple[int, str]] = field(default_factory=list)  # (seq of the entry before, line)
+    problems: list[Problem] = field(default_factory=list)
+    private_mb: float = 0.0  # the child's memory of its own at the end (not shared with its parent)
 
 
-class Fallback(Exception):
-    """The file needs the in-process parser (a problem to report, or an unusual order)."""
+def build(
+    data: bytes, job: Job, *, stored: StoredTree | None = None, listing: Listed | None = None
+) -> Iterator[tuple[str, Any]]:
+    """The messages for this file (see the module docstring). stored and listing: the session's
+    stored entries and listing fields, for a file imported again (in the importing process)."""
+    intake = Intake(first_seq=job.first_seq, stored=stored, listing=listing if listing is not None else Listing())
+    states: dict[int, Any] = {}
+    rows: list[list[Any]] = []
+    read: list[int] = []
 
+    def row(placed: Placed) -> list[Any]:
+        line = placed.line
+        raw = (line.start, line.end) if line.source is data else bytes(line.source[line.start : line.end])
+        return entry_row(
+            placed, raw, session_pk=job.session_pk, author_id=job.author_id, created_at=job.created_at, states=states
+        )
 
-_Seen = tuple[str | None, int, PathState]  # parent id, depth, path state
-
-_ROOT = PathState()
-_ROW = list[Any]  # a list: the importing process puts in the line (for its offsets) and chain hash
-
-
-def build(data: bytes, job: Job) -> Iterator[tuple[str, Any]]:
-    """The messages for this file (see the module docstring); raises Fallback."""
-    seen: dict[str, _Seen] = {}
-    states: dict[int, StateJson] = {}
-    summary = Summary()
-    rows: list[_ROW] = []
-    seq = 0
-    pending = 0
-    max_depth, max_line = job.limits.max_depth, job.limits.max_line_bytes
-    view = memoryview(data)
-    for number, start, end in _lines(data, job.start, job.first_line):
-        pending += end - start + 1
-        if pending >= PROGRESS_EVERY:
-            yield "progress", pending
-            pending = 0
-        plain = _plain_message(data, view, start, end, max_depth, max_line)
-        if plain is not None:
-            obj, ts_ms = plain
-            preview = row_text(obj)  # orjson refuses unpaired surrogates: storable() as it is
-        else:  # anything but a well-formed message line: piformat's own checks
-            chunk = data[start:end]
-            obj, problem = _parse_line(chunk, number, job.limits)
-            if problem is not None:
-                raise Fallback(f"line {number}: {problem.message}")
-            if obj is None:
-                continue  # a blank line, skipped as piformat.parse does
-            if obj.get("type") == "session":
-                summary.extra_headers.append((seq, chunk.decode()))
-                continue
-            if (problem_text := validate_entry(obj)) is not None:
-                raise Fallback(f"line {number}: {problem_text}")
-            ts_ms = parse_timestamp_ms(obj["timestamp"]) or 0
-            preview = storable(row_text(obj))
-        kind = obj["type"]
-        entry_id, parent_id = obj["id"], obj["parentId"]
-        if entry_id in seen:
-            raise Fallback(f"line {number}: repeated id")
-        base = None
-        if parent_id is not None:
-            base = seen.get(parent_id)
-            if base is None:
-                raise Fallback(f"line {number}: parent not seen before")
-        if kind == "label" and obj["targetId"] not in seen:
-            raise Fallback(f"line {number}: label target not seen before")
-        seq += 1
-        message = obj.get("message") if kind == "message" else None
-        role = message.get("role") if isinstance(message, dict) else None
-        state = advance_entry(base[2] if base else _ROOT, kind, entry_id, obj)
-        depth = base[1] + 1 if base else 0
-        seen[entry_id] = (parent_id, depth, state)
-        columns = state_json(states, state)
-        timestamp = obj["timestamp"]
-        rows.append(
-            [
-                job.session_pk, seq, entry_id, parent_id, kind, role if isinstance(role, str) else None,
-                timestamp, ts_ms, (start, end), preview, depth,
-                columns[1], columns[2], state.compaction_id,
-                _kept_from(obj, parent_id, seen) if kind == "compaction" else None,
-                job.author_id, job.created_at, None,  # chain hash: services._with_lines
-            ]
-        )  # fmt: skip
-        update_listing(summary.listing, obj)
-        summary.leaf_id = entry_id
-        if len(rows) >= (BATCH if seq > BATCH else FIRST_BATCH):
+    for item in read_entries(data, job.header, job.limits, progress=read.append):
+        for placed in intake.add(item):
+            rows.append(row(placed))
+        if read:
+            yield "progress", sum(read)
+            read.clear()
+        if len(rows) >= (BATCH if intake.placed > BATCH else FIRST_BATCH):
             yield "rows", rows
             rows = []
+    rows.extend(row(placed) for placed in intake.finish())
     if rows:
         yield "rows", rows
-    if pending:
-        yield "progress", pending
-    summary.entries = seq
-    yield "done", summary
-
-
-_MISSING: Any = object()
-
-
-def _plain_message(
-    data: bytes, view: memoryview, start: int, end: int, max_depth: int, max_line: int
-) -> tuple[dict[str, Any], int] | None:
-    """(object, timestamp in ms) if data[start:end] is a message entry validate_entry surely accepts.
-
-    The common case, checked with a few type tests instead of the general rules. orjson refuses
-    unpaired surrogates, so its strings need no well_formed check. (The line is read in place:
-    no copy of it is made.)"""
-    if end - start > max_line or data.count(b"{", start, end) + data.count(b"[", start, end) > max_depth:
-        return None
-    try:
-        obj = orjson.loads(view[start:end])
-    except orjson.JSONDecodeError:
-        return None
-    if type(obj) is not dict or obj.get("type") != "message":
-        return None
-    entry_id, parent_id, timestamp = obj.get("id"), obj.get("parentId", _MISSING), obj.get("timestamp")
-    message = obj.get("message")
-    if not (
-        type(entry_id) is str
-        and 0 < len(entry_id) <= MAX_ID_CHARS
-        and (parent_id is None or (type(parent_id) is str and len(parent_id) <= MAX_ID_CHARS))
-        and type(timestamp) is str
-        and len(timestamp) <= MAX_SHORT_CHARS
-        and type(message) is dict
-    ):
-        return None
-    role = message.get("role")
-    if type(role) is not str or len(role) > MAX_SHORT_CHARS:
-        return None
-    if role in _CONTENT_TYPES:  # MESSAGE_FIELDS' rules for these roles, inline
-        kind = type(message.get("content"))
-        sent = message.get("timestamp", 0)
-        if kind not in _CONTENT_TYPES[role] or type(sent) not in (int, float):
-            return None
-    elif role in MESSAGE_FIELDS:
-        return None  # rules this check does not know: validate_entry judges
-    ts_ms = parse_timestamp_ms(timestamp)
-    return None if ts_ms is None else (obj, ts_ms)
-
-
-# The content types piformat.MESSAGE_FIELDS allows for the common roles (their only other rule:
-# an optional numeric timestamp).
-_CONTENT_TYPES = {"user": (str, list), "assistant": (list,), "toolResult": (list,)}
-
-
-def _kept_from(obj: dict[str, Any], parent_id: str | None, seen: dict[str, _Seen]) -> str | None:
-    """firstKeptEntryId if it names an ancestor of the compaction (services._kept_from)."""
-    target = obj.get("firstKeptEntryId")
-    if not isinstance(target, str) or target not in seen:
-        return None
-    target_depth = seen[target][1]
-    node = parent_id
-    while node is not None:
-        if node == target:
-            return target
-        up, depth = seen[node][:2]
-        if depth <= target_depth:
-            return None
-        node = up
-    return None
+    if read:
+        yield "progress", sum(read)
+    yield (
+        "done",
+        Summary(intake.placed, intake.known, intake.leaf_id, intake.listing, intake.extra_lines, intake.problems),
+    )
 
 
 def private_mb() -> float:
@@ -236,24 +110,27 @@ def private_mb() -> float:
     return total / 1024
 
 
+Serve = Callable[[bytes, Job, IO[bytes]], None]
+
+
 def serve(data: bytes, job: Job, out: IO[bytes]) -> None:
-    """Write build()'s messages to out, or ("fallback", reason)."""
+    """Write build()'s messages to out, or ("failed", reason)."""
     try:
         for message in build(data, job):
             if message[0] == "done":
                 message[1].private_mb = private_mb()
             pickle.dump(message, out, protocol=pickle.HIGHEST_PROTOCOL)
-    except Fallback as exc:
-        pickle.dump(("fallback", str(exc)), out)
-    except Exception as exc:  # anything unexpected: the in-process parser will judge the file
-        pickle.dump(("fallback", f"worker error: {exc!r}"), out)
+    except Exception as exc:  # anything unexpected: the importing process reads the file itself
+        pickle.dump(("failed", f"worker error: {exc!r}"), out)
     out.flush()
 
 
 STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 
 
-def forked_child(fd: int, job: Job, data: bytes, signal_mask: set[int | signal.Signals]) -> NoReturn:
+def forked_child(
+    fd: int, job: Job, data: bytes, signal_mask: set[int | signal.Signals], serve: Serve = serve
+) -> NoReturn:
     """The child's whole life after os.fork(): serve on fd, then leave without running any of the
     parent's cleanup (atexit, finalizers, its database connections).
 

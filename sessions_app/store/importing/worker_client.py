@@ -12,12 +12,13 @@ import logging
 import os
 import pickle
 import queue
+import re
 import signal
 import sys
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from sessions_app.store.importing import worker
@@ -25,7 +26,7 @@ from sessions_app.store.importing.worker import Job
 
 log = logging.getLogger(__name__)
 
-_END = ("done", "fallback")
+_END = ("done", "failed")
 READER_GRACE_S = 5.0
 F_SETPIPE_SZ: int | None = getattr(fcntl, "F_SETPIPE_SZ", None)  # Linux only
 # Linux only: there fork() is cheap and safe for a child that runs pure Python and leaves with
@@ -34,17 +35,23 @@ AVAILABLE = sys.platform == "linux"
 
 
 # Python 3.12+ warns when a threaded process forks: a child could inherit a lock some other thread
-# held. This child takes none: no logging, imports, database or I/O but its pipe. (A filter set
-# once: catch_warnings() around each fork would swap the process's filters under other threads.)
-warnings.filterwarnings("ignore", message=r".*use of fork\(\) may lead to deadlocks", category=DeprecationWarning)
-
-
-def _fork() -> int:
-    return os.fork()
+# held. This child takes none: no logging, imports, database or I/O but its pipe. The filter holds
+# for this module's own fork only (set once: catch_warnings() around each fork is not thread-safe).
+warnings.filterwarnings(
+    "ignore",
+    message=r".*use of fork\(\) may lead to deadlocks",
+    category=DeprecationWarning,
+    module=re.escape(__name__),
+)
 
 
 class WorkerRun:
-    def __init__(self, job: Job, data: bytes) -> None:
+    """One child building one file's rows. fork and serve are what it forks with and what the
+    child runs (tests pass others: a fork that fails, a child that dies midway)."""
+
+    def __init__(
+        self, job: Job, data: bytes, *, fork: Callable[[], int] = os.fork, serve: worker.Serve = worker.serve
+    ) -> None:
         self.queue: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=4)
         self.reader: threading.Thread | None = None
         self.pid: int | None = None
@@ -52,7 +59,7 @@ class WorkerRun:
         try:
             read_fd, write_fd = os.pipe()
         except OSError as exc:
-            self.queue.put(("fallback", f"the worker could not start: {exc}"))
+            self.queue.put(("failed", f"the worker could not start: {exc}"))
             return
         # A pipe of 1 MiB instead of 64 KiB: the worker writes a whole batch ahead while this
         # process's reader thread waits for the GIL.
@@ -63,16 +70,16 @@ class WorkerRun:
         # worker.forked_child); this process's other threads still take them meanwhile.
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, worker.STOP_SIGNALS)
         try:
-            pid = _fork()
+            pid = fork()
         except OSError as exc:  # no process to spare: the caller parses the file itself
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             os.close(read_fd)
             os.close(write_fd)
-            self.queue.put(("fallback", f"the worker could not start: {exc}"))
+            self.queue.put(("failed", f"the worker could not start: {exc}"))
             return
         if pid == 0:
             try:
-                worker.forked_child(write_fd, job, data, mask)
+                worker.forked_child(write_fd, job, data, mask, serve)
             finally:
                 os._exit(1)  # (forked_child never returns: this only makes sure of it)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
@@ -95,9 +102,9 @@ class WorkerRun:
                 if message[0] in _END:
                     return
         except EOFError:
-            self.queue.put(("fallback", "the worker exited before finishing"))
+            self.queue.put(("failed", "the worker exited before finishing"))
         except Exception as exc:  # unreadable output: treat like a crash
-            self.queue.put(("fallback", f"unreadable worker output: {exc!r}"))
+            self.queue.put(("failed", f"unreadable worker output: {exc!r}"))
 
     def messages(self) -> Iterator[tuple[str, Any]]:
         while True:

@@ -10,6 +10,7 @@ import pytest
 
 from sessions_app.models import Entry
 from sessions_app.store import services
+from sessions_app.store.importing import pipeline
 from tests.paths import BASELINE_SRC, FIXTURES
 from tests.worlds import detail
 from tests.xss import ALL, assert_no_live_payload, hostile_payloads, session_file
@@ -82,7 +83,7 @@ def big(alice, tmp_path: Path):
     args = [sys.executable, str(BASELINE_SRC / "gen_session.py"), "--entries", "4000", "--branch-prob", "0.05",
             "--compactions", "4", "--labels", "40", "--seed", "3", "--out", str(out)]  # fmt: skip
     subprocess.run(args, check=True, capture_output=True)
-    return services.session_import(owner=alice, data=out.read_bytes()).session
+    return pipeline.session_import(owner=alice, data=out.read_bytes()).session
 
 
 def test_the_session_page_has_bounded_queries_large(alice_client, big, django_assert_max_num_queries):
@@ -115,7 +116,7 @@ def test_the_session_page_has_bounded_queries_large(alice_client, big, django_as
 
 def test_the_real_pi_fixture_renders(alice_client, alice, django_assert_max_num_queries):
     data = (FIXTURES / "large-session.jsonl").read_bytes()
-    s = services.session_import(owner=alice, data=data).session
+    s = pipeline.session_import(owner=alice, data=data).session
     with django_assert_max_num_queries(16 + CHAT_QUERIES + NAV_QUERIES):
         r = alice_client.get(f"/sessions/{s.public_id}/")
     assert r.status_code == 200 and len(r.content) < 500_000

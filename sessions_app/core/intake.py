@@ -1,0 +1,326 @@
+"""New entries placed in a session's tree: the one rule set for imports, appends and forks. Pure.
+
+Intake takes the valid entry lines of a file (piformat.read_entries) or of an append, in file order,
+and places each one: its seq, its depth, the path state it leaves (model, thinking level, last
+compaction: context.advance) and, for a compaction, whether its first kept entry is on its path.
+It also judges the tree, as pi's loader needs it and pi itself does not check: repeated ids,
+entries that differ from the stored ones, parents and label targets that do not exist, cycles.
+
+pi writes parents before their children, so an entry is placed as soon as it is read, and the
+caller can store it at once. From the first entry whose parent (or label target) has not been
+seen, everything after it is held and placed at finish(): then seqs still follow the file's
+order (an export gives the same bytes back), and parents are placed before their children.
+
+Entries already stored (a re-import, an append) are known through a StoredTree.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from sessions_app.core.context import PathState, advance_entry
+from sessions_app.core.listing import Listed, Listing, update_listing
+from sessions_app.core.piformat import Extra, Header, Item, Limits, Line, Problem, read_entries, read_header, slim
+from sessions_app.core.tree import check_acyclic
+
+
+@dataclass(frozen=True, slots=True)
+class Known:
+    """What placing a child needs of its parent."""
+
+    parent_id: str | None
+    depth: int
+    state: PathState
+
+
+class StoredTree(Protocol):
+    """The entries of the session stored before this intake."""
+
+    def __contains__(self, entry_id: object) -> bool: ...
+
+    def known(self, ids: Collection[str]) -> dict[str, Known]:
+        """Those of these ids that are stored, with their place."""
+        ...
+
+    def line(self, entry_id: str) -> str:
+        """The stored line of an entry."""
+        ...
+
+    def is_ancestor(self, start_id: str, target_id: str, target_depth: int) -> bool:
+        """True if target_id (at target_depth) is start_id or one of its stored ancestors."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """An entry's place in the tree: what storing it needs beside its line."""
+
+    line: Line
+    seq: int
+    depth: int
+    state: PathState
+    kept_from: str | None  # a compaction's firstKeptEntryId when that entry is on its path
+
+
+@dataclass(slots=True)
+class _Seen:
+    """An entry of this intake: placed, or held until finish()."""
+
+    line_number: int
+    source: bytes
+    start: int
+    end: int
+    place: Known | None = None  # None while held
+
+
+_ROOT = PathState()
+
+
+@dataclass(slots=True)
+class Intake:
+    first_seq: int = 1  # the seq of the first entry placed
+    stored: StoredTree | None = None
+    listing: Listed = field(default_factory=Listing)  # updated with each entry, in seq order (a Session too)
+    placed: int = 0
+    known: int = 0  # lines identical to a stored entry (a re-import)
+    problems: list[Problem] = field(default_factory=list)
+    extra_lines: list[tuple[int, str]] = field(default_factory=list)  # (seq of the entry before, line)
+    leaf_id: str | None = None  # pi's leaf on load: the last entry line, once finish() has run
+    _seen: dict[str, _Seen] = field(default_factory=dict)
+    _held: list[Line | Extra] | None = None  # from the first entry that could not be placed on
+    _tail: list[str] = field(default_factory=list)  # ids by line, from the first held one (for the leaf)
+
+    def add(self, item: Item) -> list[Placed]:
+        """Take the next line of the file; returns what it places now (at most that entry)."""
+        if isinstance(item, Problem):
+            self.problems.append(item)
+            return []
+        if isinstance(item, Extra):
+            if self._held is not None:
+                self._held.append(item)
+            else:
+                self.extra_lines.append((self.first_seq + self.placed - 1, item.raw))
+            return []
+        entry_id = item.id
+        if entry_id in self._seen:
+            self._repeated(item, self._seen[entry_id])
+            return []
+        if self.stored is not None and entry_id in self.stored:
+            if self.stored.line(entry_id) != item.raw:
+                message = f"entry {entry_id!r} differs from the stored entry with that id"
+                self.problems.append(Problem(item.line, message))
+            else:
+                self.known += 1
+                self._last(entry_id)
+            return []
+        seen = self._seen[entry_id] = _Seen(item.line, item.source, item.start, item.end)
+        if self._held is None:
+            ready, base = self._parent_place(item)
+            if ready:
+                seen.place, placed = self._place(item, base, self.first_seq + self.placed)
+                self.leaf_id = entry_id
+                return [placed]
+            self._held = []
+        self._held.append(Line(item.line, item.source, item.start, item.end, slim(item.data), item.preview, item.ts_ms))
+        self._tail.append(entry_id)
+        return []
+
+    def finish(self) -> list[Placed]:
+        """Place what was held, judge the tree, find the leaf. Problems come out in line order."""
+        placed = self._place_held() if self._held is not None else []
+        self.problems.sort(key=lambda p: p.line)
+        return placed
+
+    # --- one line ----------------------------------------------------------------------------------
+
+    def _repeated(self, line: Line, first: _Seen) -> None:
+        if first.source[first.start : first.end] == line.source[line.start : line.end]:
+            # The same line again: pi's lazy flush re-writes header and entries after a repeated
+            # header; like pi's byId map, it is the same entry, not a second one.
+            self.add(Extra(line.line, line.raw))
+            self._last(line.id)
+        else:
+            message = f"duplicate id {line.id!r} (first used on line {first.line_number})"
+            self.problems.append(Problem(line.line, message))
+
+    def _last(self, entry_id: str) -> None:
+        if self._held is None:
+            self.leaf_id = entry_id
+        else:
+            self._tail.append(entry_id)
+
+    def _parent_place(self, line: Line) -> tuple[bool, Known | None]:
+        """(True, the parent's place or None for a root), or (False, None) if the parent or a
+        label's target has not been placed or stored (yet)."""
+        if line.type == "label" and not self._is_placed(line.data.get("targetId")):
+            return False, None
+        parent = line.parent_id
+        if parent is None:
+            return True, None
+        seen = self._seen.get(parent)
+        if seen is not None:
+            return seen.place is not None, seen.place
+        if self.stored is not None:
+            found = self.stored.known([parent]).get(parent)
+            if found is not None:
+                return True, found
+        return False, None
+
+    def _is_placed(self, entry_id: object) -> bool:
+        if not isinstance(entry_id, str):
+            return False
+        seen = self._seen.get(entry_id)
+        if seen is not None:
+            return seen.place is not None
+        return self.stored is not None and entry_id in self.stored
+
+    def _place(self, line: Line, base: Known | None, seq: int) -> tuple[Known, Placed]:
+        data = line.data
+        kind = data["type"]
+        state = advance_entry(base.state if base else _ROOT, kind, line.id, data)
+        depth = base.depth + 1 if base else 0
+        kept_from = self._kept_from(data, depth) if kind == "compaction" else None
+        update_listing(self.listing, data)
+        self.placed += 1
+        return Known(line.parent_id, depth, state), Placed(line, seq, depth, state, kept_from)
+
+    def _kept_from(self, data: Mapping[str, Any], depth: int) -> str | None:
+        """firstKeptEntryId if that entry is an ancestor of the compaction (data, at depth)."""
+        target = data.get("firstKeptEntryId")
+        if not isinstance(target, str):
+            return None
+        seen = self._seen.get(target)
+        target_place = seen.place if seen is not None else None
+        if target_place is None and self.stored is not None:
+            target_place = self.stored.known([target]).get(target)
+        if target_place is None or target_place.depth >= depth:
+            return None
+        node: str | None = data["parentId"]
+        while node is not None and node in self._seen:
+            place = self._seen[node].place
+            assert place is not None  # an entry is placed after its parent
+            if node == target:
+                return target
+            if place.depth <= target_place.depth:
+                return None
+            node = place.parent_id
+        if node is None or self.stored is None:
+            return None
+        return target if self.stored.is_ancestor(node, target, target_place.depth) else None
+
+    # --- what was held ------------------------------------------------------------------------
+
+    def _place_held(self) -> list[Placed]:
+        assert self._held is not None
+        lines = [item for item in self._held if isinstance(item, Line)]
+        kept = self._keep(lines)
+        # Seqs in file order; places worked out parents first, breadth-first from the entries
+        # placed or stored before.
+        seqs: dict[str, int] = {}
+        for item in self._held:
+            if isinstance(item, Extra):
+                self.extra_lines.append((self.first_seq + self.placed + len(seqs) - 1, item.raw))
+            elif item.id in kept:
+                seqs[item.id] = self.first_seq + self.placed + len(seqs)
+        by_parent: dict[str | None, list[Line]] = {}
+        for line in lines:
+            if line.id in kept:
+                by_parent.setdefault(line.parent_id, []).append(line)
+        queue = deque(ln for ln in lines if ln.id in kept and (ln.parent_id is None or ln.parent_id not in kept))
+        stored_parents = self._stored_places({ln.parent_id for ln in queue if ln.parent_id is not None})
+        bases = {ln.id: self._outer_place(ln.parent_id, stored_parents) for ln in queue}
+        computed: dict[str, Known] = {}
+        while queue:
+            line = queue.popleft()
+            base = bases[line.id] if line.id in bases else computed[line.parent_id]  # type: ignore[index]
+            state = advance_entry(base.state if base else _ROOT, line.type, line.id, line.data)
+            computed[line.id] = Known(line.parent_id, base.depth + 1 if base else 0, state)
+            queue.extend(by_parent.get(line.id, ()))
+        for entry_id, known in computed.items():
+            self._seen[entry_id].place = known
+        # The listing and the compactions' checks take them in seq order, as they were stored.
+        placed: list[Placed] = []
+        for line in sorted((ln for ln in lines if ln.id in kept), key=lambda ln: seqs[ln.id]):
+            known = computed[line.id]
+            kept_from = self._kept_from(line.data, known.depth) if line.type == "compaction" else None
+            update_listing(self.listing, line.data)
+            placed.append(Placed(line, seqs[line.id], known.depth, known.state, kept_from))
+        self.placed += len(placed)
+        for entry_id in reversed(self._tail):
+            if self._is_placed(entry_id):
+                self.leaf_id = entry_id
+                break
+        return placed
+
+    def _keep(self, lines: list[Line]) -> set[str]:
+        """The held entries whose ancestors and label targets all exist; the others are problems
+        (dropping one orphans its children, so repeatedly)."""
+        available = {ln.id for ln in lines}
+        parents = {ln.id: ln.parent_id for ln in lines}
+        numbers = {ln.id: ln.line for ln in lines}
+        for entry_id in check_acyclic(parents):
+            available.discard(entry_id)
+            self.problems.append(Problem(numbers[entry_id], f"entry {entry_id!r} is its own ancestor (parentId cycle)"))
+        kept = [ln for ln in lines if ln.id in available]
+        held = {ln.id for ln in lines}
+        outside = {ln.parent_id for ln in kept if ln.parent_id is not None and ln.parent_id not in held}
+        outside |= {t for ln in kept if ln.type == "label" and isinstance(t := ln.data.get("targetId"), str)}
+        exists = {i for i in outside if i not in held and self._is_placed(i)}  # placed or stored before
+        changed = True
+        while changed:
+            changed = False
+            still: list[Line] = []
+            for ln in kept:
+                problem = None
+                parent = ln.parent_id
+                if parent is not None and parent not in available and parent not in exists:
+                    problem = f"parentId {parent!r} does not match any entry"
+                elif ln.type == "label" and (t := ln.data["targetId"]) not in available and t not in exists:
+                    problem = f"label targets unknown entry {t!r}"
+                if problem:
+                    self.problems.append(Problem(ln.line, problem))
+                    available.discard(ln.id)
+                    changed = True
+                else:
+                    still.append(ln)
+            kept = still
+        return {ln.id for ln in kept}
+
+    def _stored_places(self, ids: Iterable[str]) -> dict[str, Known]:
+        wanted = [i for i in ids if i not in self._seen]
+        if not wanted or self.stored is None:
+            return {}
+        return self.stored.known(wanted)
+
+    def _outer_place(self, parent: str | None, stored: Mapping[str, Known]) -> Known | None:
+        if parent is None:
+            return None
+        seen = self._seen.get(parent)
+        if seen is not None and seen.place is not None:
+            return seen.place
+        return stored[parent]
+
+
+@dataclass(slots=True)
+class ReadFile:
+    """A whole session file, read and placed as an import would (without storing it)."""
+
+    header: Header | None
+    placed: list[Placed]
+    problems: list[Problem]
+    leaf_id: str | None
+    extra_lines: list[tuple[int, str]]
+
+
+def read_file(data: bytes, limits: Limits | None = None) -> ReadFile:
+    limits = limits or Limits()
+    header, problem = read_header(data, limits)
+    if header is None:
+        return ReadFile(None, [], [problem] if problem else [], None, [])
+    intake = Intake()
+    placed = [p for item in read_entries(data, header, limits) for p in intake.add(item)]
+    placed += intake.finish()
+    return ReadFile(header, placed, intake.problems, intake.leaf_id, intake.extra_lines)

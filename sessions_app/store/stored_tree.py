@@ -1,0 +1,108 @@
+"""What the database holds of a session's tree, as core.intake asks for it when it places new
+entries: which ids are stored, their place (depth, path state) and chain hash, their lines, and
+whether one is an ancestor of another. Each answer is one indexed query, asked only when needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Iterator
+from typing import Any
+
+from django.db import connection
+
+from sessions_app.core import jsjson
+from sessions_app.core.context import PathState
+from sessions_app.core.intake import Known, Placed
+from sessions_app.models import Entry, Session
+
+CHUNK = 500  # ids per IN (...) list
+
+
+def in_chunks(ids: Iterable[str], size: int = CHUNK) -> Iterator[list[str]]:
+    wanted = list(dict.fromkeys(ids))
+    for i in range(0, len(wanted), size):
+        yield wanted[i : i + size]
+
+
+class DbTree:
+    """A session's stored entries (core.intake.StoredTree). chains collects the chain hashes of
+    the stored entries looked up, which the new entries' hashes start from."""
+
+    def __init__(self, session: Session, *, all_ids: bool = False, all_lines: bool = False) -> None:
+        self.session = session
+        self.chains: dict[str, str] = {}
+        self._known: dict[str, Known] = {}
+        self._present: dict[str, bool] = {}
+        self._ids: set[str] | None = None
+        self._lines: dict[str, str] = {}
+        if session._state.adding:
+            self._ids = set()
+        elif all_lines:
+            self._lines = dict(Entry.objects.filter(session=session).values_list("entry_id", "raw"))
+            self._ids = set(self._lines)
+        elif all_ids:
+            self._ids = set(Entry.objects.filter(session=session).values_list("entry_id", flat=True))
+
+    def note(self, *, present: Iterable[str] = (), absent: Iterable[str] = ()) -> None:
+        """What the caller knows already (an append has checked its ids): no query for those."""
+        self._present.update((i, True) for i in present)
+        self._present.update((i, False) for i in absent)
+
+    def stored(self, placed: Iterable[Placed]) -> None:
+        """These entries have just been stored."""
+        for p in placed:
+            self._known[p.line.id] = Known(p.line.parent_id, p.depth, p.state)
+            self._present[p.line.id] = True
+            if self._ids is not None:
+                self._ids.add(p.line.id)
+
+    def __contains__(self, entry_id: object) -> bool:
+        if not isinstance(entry_id, str):
+            return False
+        if self._ids is not None:
+            return entry_id in self._ids
+        if entry_id not in self._present:
+            self._present[entry_id] = entry_id in self.known([entry_id])
+        return self._present[entry_id]
+
+    def known(self, ids: Collection[str]) -> dict[str, Known]:
+        missing = [i for i in ids if i not in self._known and self._present.get(i) is not False]
+        if missing and self.session.pk is not None:
+            self._fetch(missing)
+        return {i: self._known[i] for i in ids if i in self._known}
+
+    def _fetch(self, ids: list[str]) -> None:
+        for chunk in in_chunks(ids):
+            marks = ", ".join(["%s"] * len(chunk))
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT entry_id, parent_id, depth, ctx_thinking, ctx_model, ctx_compaction_id, chain_hash"
+                    f" FROM sessions_app_entry WHERE session_id = %s AND entry_id IN ({marks})",
+                    [self.session.pk, *chunk],
+                )
+                rows: list[Any] = cursor.fetchall()
+            for entry_id, parent_id, depth, thinking, model, compaction, chain in rows:
+                state = PathState(jsjson.loads(thinking), jsjson.loads(model) if model else None, compaction)
+                self._known[entry_id] = Known(parent_id, depth, state)
+                self._present[entry_id] = True
+                self.chains[entry_id] = chain or ""
+
+    def line(self, entry_id: str) -> str:
+        if entry_id not in self._lines:
+            self._lines[entry_id] = Entry.objects.get(session=self.session, entry_id=entry_id).raw
+        return self._lines[entry_id]
+
+    def is_ancestor(self, start_id: str, target_id: str, target_depth: int) -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute(_ANCESTOR, [self.session.pk, start_id, self.session.pk, target_depth, target_id])
+            return cursor.fetchone() is not None
+
+
+_ANCESTOR = """
+WITH RECURSIVE up(entry_id, parent_id, depth) AS (
+    SELECT entry_id, parent_id, depth FROM sessions_app_entry WHERE session_id = %s AND entry_id = %s
+    UNION ALL
+    SELECT e.entry_id, e.parent_id, e.depth FROM sessions_app_entry e JOIN up
+        ON e.session_id = %s AND e.entry_id = up.parent_id
+    WHERE up.depth > %s
+) SELECT 1 FROM up WHERE entry_id = %s"""
