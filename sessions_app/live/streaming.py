@@ -92,24 +92,9 @@ def now_ms() -> int:
 # --- model choice -------------------------------------------------------------------------------
 
 
-def model_for(registry: Registry, chosen: Mapping[str, Any] | None) -> ModelInfo:
-    """The context's model if this server can run it, else the default (the demo model without keys)."""
-    if chosen:
-        for model in registry.models:
-            if model.id == chosen.get("modelId") and model.provider == chosen.get("provider"):
-                return model
-    return registry.default_model
-
-
 def model_ref(model: ModelInfo) -> dict[str, str]:
+    """What a turn row stores of its model (StreamingTurn.model); Registry.resolve reads it back."""
     return {"api": model.api, "provider": model.provider, "id": model.id}
-
-
-def find_model(registry: Registry, ref: Mapping[str, Any]) -> ModelInfo:
-    for model in registry.models:
-        if model.id == ref.get("id") and model.provider == ref.get("provider"):
-            return model
-    return registry.default_model
 
 
 # --- dispatch and stop ----------------------------------------------------------------------------
@@ -389,7 +374,8 @@ async def run_turn(turn_pk: int, *, registry: Registry | None = None) -> str | N
         return None
     turn, context = claimed
     registry = registry or registry_from_settings()
-    model = find_model(registry, turn.model)
+    ref = turn.model or {}
+    model = registry.resolve(provider=ref.get("provider"), model_id=ref.get("id"))
     provider = registry.provider_for(model)
     session_pk, session_id, turn_id = turn.session_id, turn.session.public_id, str(turn.public_id)
     abort = asyncio.Event()

@@ -46,7 +46,7 @@ def user_payload(text: str) -> dict[str, Any]:
 def turn_create(*, session: Session, parent_id: str | None, author: User | None) -> StreamingTurn:
     """A queued turn replying at parent_id, with the model the context there names (or the default)."""
     context = selectors.session_context(session=session, leaf_id=parent_id) if parent_id else {"model": None}
-    model = streaming.model_for(registry_from_settings(), context.get("model"))
+    model = registry_from_settings().resolve_context(context.get("model"))
     return StreamingTurn.objects.create(
         public_id=uuid.uuid4(),
         session=session,
@@ -160,7 +160,7 @@ async def compact_at(
     preparation = compaction.prepare_compaction(path, streaming.compaction_settings())
     if preparation is None or not (preparation.messages_to_summarize or preparation.turn_prefix_messages):
         raise NothingToCompact("Nothing to compact (session too small)")
-    model = streaming.model_for(registry, context.get("model"))
+    model = registry.resolve_context(context.get("model"))
     summarize = summarizer(
         provider=registry.provider_for(model), model=model, abort=asyncio.Event(), timestamp_ms=streaming.now_ms()
     )
@@ -236,7 +236,7 @@ async def navigate(
         entries, _ = compaction.collect_entries_for_branch_summary(idx, old_leaf_id=old_leaf, target_id=target_id)
         registry = registry or registry_from_settings()
         context = await database_sync_to_async(selectors.session_context)(session=locked)
-        model = streaming.model_for(registry, context.get("model"))
+        model = registry.resolve_context(context.get("model"))
         summary = await compaction.generate_branch_summary(
             entries,
             summarize=summarizer(provider=registry.provider_for(model), model=model, abort=asyncio.Event()),

@@ -15,10 +15,7 @@ from typing import Any
 import anthropic
 
 from sessions_app.llm.base import (
-    ABORTED_MESSAGE,
-    Aborted,
-    Done,
-    Error,
+    DoneReason,
     Event,
     ModelInfo,
     SdkConnection,
@@ -28,14 +25,13 @@ from sessions_app.llm.base import (
     ToolCallDelta,
     ToolSpec,
     Usage,
-    redact,
-    until_abort,
 )
+from sessions_app.llm.sdk_stream import ChunkReader, sdk_stream
 
 # pi-ai's default budgets (simple-options.ts); xhigh is clamped to high.
 THINKING_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 16384}
 _MIN_OUTPUT_TOKENS = 1024
-_STOP = {
+_STOP: dict[str, DoneReason] = {
     "end_turn": "stop",
     "max_tokens": "length",
     "tool_use": "toolUse",
@@ -153,6 +149,18 @@ def _usage(raw: Any) -> Usage:
     )
 
 
+class _Events(ChunkReader[Any]):
+    """Stream events to piweb events; the stop reason comes with message_delta."""
+
+    stop_reasons = _STOP
+    stop_field = "stop_reason"
+
+    def events(self, chunk: Any) -> list[Event]:
+        if chunk.type == "message_delta" and chunk.delta.stop_reason:
+            self.stopped(chunk.delta.stop_reason)
+        return _events(chunk)
+
+
 def _events(event: Any) -> list[Event]:
     kind = event.type
     if kind == "message_start":
@@ -199,7 +207,7 @@ class AnthropicMessagesProvider(SdkConnection):
     def _client(self) -> anthropic.AsyncAnthropic:
         return anthropic.AsyncAnthropic(**self.client_options())
 
-    async def stream(
+    def stream(
         self,
         *,
         model: ModelInfo,
@@ -226,36 +234,10 @@ class AnthropicMessagesProvider(SdkConnection):
             )
             params["max_tokens"] = total
             params["thinking"] = {"type": "enabled", "budget_tokens": budget}
-        client = self._client()
-        stop: str | None = None
-        error: str | None = None
-        try:
-            response = await until_abort(client.messages.create(**params), abort)
-            try:
-                events = response.__aiter__()
-                while True:
-                    try:
-                        event = await until_abort(events.__anext__(), abort)
-                    except StopAsyncIteration:
-                        break
-                    if event.type == "message_delta" and event.delta.stop_reason:
-                        reason = event.delta.stop_reason
-                        stop = _STOP.get(reason)
-                        if stop is None:  # refusal, sensitive, or a reason this code does not know
-                            error = f"Provider stop_reason: {reason}"
-                    for item in _events(event):
-                        yield item
-            finally:
-                await response.close()
-        except Aborted:
-            yield Error(ABORTED_MESSAGE, aborted=True)
-            return
-        except Exception as exc:  # APIError subclasses, SSE error events, raw transport errors
-            yield Error(redact(str(exc) or type(exc).__name__, [self.api_key.reveal()]))
-            return
-        finally:
-            await client.close()
-        if error is not None:
-            yield Error(error)
-        else:
-            yield Done(stop or "stop")  # type: ignore[arg-type]
+        return sdk_stream(
+            connect=self._client,
+            open_stream=lambda client: client.messages.create(**params),
+            reader=_Events(),
+            abort=abort,
+            failure=self.failure,
+        )

@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol, TypeVar
 
 ThinkingLevel = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
 StopReason = Literal["stop", "length", "toolUse", "error", "aborted"]
+DoneReason = Literal["stop", "length", "toolUse"]  # the stop reasons of a turn that ended well
 BlockKey = int | str
 ABORTED_MESSAGE = "Request was aborted"  # pi-ai's errorMessage for an aborted request
 
@@ -56,7 +57,7 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class Done:
-    stop_reason: Literal["stop", "length", "toolUse"]
+    stop_reason: DoneReason
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,3 +196,7 @@ class SdkConnection:
             "max_retries": self.max_retries,
             "timeout": self.timeout,
         }
+
+    def failure(self, exc: Exception) -> Error:
+        """How an SDK exception ends a stream: its text (or its type's name), with the key redacted."""
+        return Error(redact(str(exc) or type(exc).__name__, [self.api_key.reveal()]))

@@ -16,10 +16,7 @@ import openai
 
 from sessions_app.core import jsjson
 from sessions_app.llm.base import (
-    ABORTED_MESSAGE,
-    Aborted,
-    Done,
-    Error,
+    DoneReason,
     Event,
     ModelInfo,
     SdkConnection,
@@ -29,12 +26,17 @@ from sessions_app.llm.base import (
     ToolCallDelta,
     ToolSpec,
     Usage,
-    redact,
-    until_abort,
 )
+from sessions_app.llm.sdk_stream import ChunkReader, sdk_stream
 
 _REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
-_STOP = {"stop": "stop", "end": "stop", "length": "length", "tool_calls": "toolUse", "function_call": "toolUse"}
+_STOP: dict[str, DoneReason] = {
+    "stop": "stop",
+    "end": "stop",
+    "length": "length",
+    "tool_calls": "toolUse",
+    "function_call": "toolUse",
+}
 _EFFORT = {"minimal": "minimal", "low": "low", "medium": "medium", "high": "high", "xhigh": "high"}
 
 
@@ -159,7 +161,7 @@ class OpenAIChatProvider(SdkConnection):
     def _client(self) -> openai.AsyncOpenAI:
         return openai.AsyncOpenAI(**self.client_options())
 
-    async def stream(
+    def stream(
         self,
         *,
         model: ModelInfo,
@@ -181,59 +183,36 @@ class OpenAIChatProvider(SdkConnection):
             params["tools"] = convert_tools(tools)
         if model.reasoning and thinking_level != "off":
             params["reasoning_effort"] = _EFFORT[thinking_level]
-        client = self._client()
-        stop: str = "stop"
-        error: str | None = None
-        deltas = _Deltas()
-        try:
-            response = await until_abort(client.chat.completions.create(**params), abort)
-            try:
-                chunks = response.__aiter__()
-                while True:
-                    try:
-                        chunk = await until_abort(chunks.__anext__(), abort)
-                    except StopAsyncIteration:
-                        break
-                    if chunk.usage is not None:
-                        yield _usage_event(chunk.usage)
-                    if not chunk.choices:
-                        continue
-                    choice = chunk.choices[0]
-                    if choice.finish_reason:
-                        stop = _STOP.get(choice.finish_reason, "error")
-                        if stop == "error":
-                            error = f"Provider finish_reason: {choice.finish_reason}"
-                    for event in deltas.events(choice.delta):
-                        yield event
-            finally:
-                await response.close()
-        except Aborted:
-            yield Error(ABORTED_MESSAGE, aborted=True)
-            return
-        except Exception as exc:  # the SDK raises APIError subclasses and raw transport errors
-            yield Error(redact(str(exc) or type(exc).__name__, [self.api_key.reveal()]))
-            return
-        finally:
-            await client.close()
-        for event in deltas.ends():
-            yield event
-        if error is not None:
-            yield Error(error)
-        else:
-            yield Done(stop)  # type: ignore[arg-type]
+        return sdk_stream(
+            connect=self._client,
+            open_stream=lambda client: client.chat.completions.create(**params),
+            reader=_Chunks(),
+            abort=abort,
+            failure=self.failure,
+        )
 
 
-class _Deltas:
-    """Chunk deltas to events; remembers which blocks were opened (ids and names come only once)."""
+class _Chunks(ChunkReader[Any]):
+    """Chunks to events; remembers which blocks were opened (ids and names come only once)."""
+
+    stop_reasons = _STOP
+    stop_field = "finish_reason"
 
     def __init__(self) -> None:
+        super().__init__()
         self.thinking_started = False
         self.tools: list[str] = []
 
-    def events(self, delta: Any) -> list[Event]:
+    def events(self, chunk: Any) -> list[Event]:
+        events: list[Event] = [] if chunk.usage is None else [_usage_event(chunk.usage)]
+        if not chunk.choices:
+            return events
+        choice = chunk.choices[0]
+        if choice.finish_reason:
+            self.stopped(choice.finish_reason)
+        delta = choice.delta
         if delta is None:
-            return []
-        events: list[Event] = []
+            return events
         extra = delta.model_extra or {}
         for name in _REASONING_FIELDS:  # the first non-empty one: some servers send two with the same text
             value = extra.get(name)
@@ -256,5 +235,5 @@ class _Deltas:
                 events.append(ToolCallDelta(key, "args", json=function.arguments))
         return events
 
-    def ends(self) -> list[Event]:
+    def closing(self) -> list[Event]:
         return [ToolCallDelta(key, "end") for key in self.tools]

@@ -81,6 +81,21 @@ class Registry:
                 return model
         raise UnknownModel(f"unknown model {model_id!r}")
 
+    def resolve(self, *, provider: object, model_id: object) -> ModelInfo:
+        """The model to run for provider/model_id: pi's ModelRegistry.find (both must match), or the
+        default model when this server does not offer that one, as pi does when a session names a
+        model it cannot restore. Missing values (None) name no model, so they give the default too."""
+        for model in self.models:
+            if model.provider == provider and model.id == model_id:
+                return model
+        return self.default_model
+
+    def resolve_context(self, chosen: Mapping[str, Any] | None) -> ModelInfo:
+        """resolve() for a session context's model: pi's ``{provider, modelId}``, or None when the path
+        names none (core.context)."""
+        chosen = chosen or {}
+        return self.resolve(provider=chosen.get("provider"), model_id=chosen.get("modelId"))
+
     def provider_for(self, model: ModelInfo) -> Provider:
         return self.providers[model.api]
 

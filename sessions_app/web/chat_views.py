@@ -66,7 +66,7 @@ def composer_context(session: Session, *, draft: str = "") -> dict[str, Any]:
     """What templates/sessions_app/chat/composer.html needs (the UI's session page can use it too)."""
     registry = registry_from_settings()
     context = selectors.session_context(session=session)
-    model = streaming.model_for(registry, context.get("model"))
+    model = registry.resolve_context(context.get("model"))
     return {
         "session": session,
         "models": registry.models,

@@ -13,7 +13,13 @@ import pytest
 from sessions_app.llm.assemble import Assembler, collect, parse_arguments
 from sessions_app.llm.base import Done, Error, Event, ModelInfo, Secret, TextDelta, ThinkingDelta, ToolCallDelta, Usage
 from sessions_app.llm.demo import DEMO_MODEL, DemoProvider, demo_reply
-from sessions_app.llm.registry import DEFAULT_MODELS, UnknownModel, build_registry, registry_from_settings
+from sessions_app.llm.registry import (
+    DEFAULT_MODELS,
+    Registry,
+    UnknownModel,
+    build_registry,
+    registry_from_settings,
+)
 
 MODEL = ModelInfo("m", "M", "openai-completions", "openai", 1000, 100)
 
@@ -155,6 +161,53 @@ def test_keys_never_show_in_repr_str_format_logs_or_pickles(caplog):
     assert secret.reveal() == key and bool(secret) and not Secret("")
     with pytest.raises(TypeError):
         pickle.dumps(secret)
+
+
+def two_providers_registry() -> Registry:
+    models = json.dumps(
+        [
+            {"id": "local", "provider": "openai", "contextWindow": 1000},
+            {"id": "local", "provider": "anthropic", "contextWindow": 2000},
+            {"id": "gpt-4.1", "provider": "openai", "contextWindow": 3000},
+        ]
+    )
+    return build_registry(openai_api_key="sk-o", anthropic_api_key="sk-a", models_json=models)
+
+
+def test_resolve_picks_the_model_by_provider_and_id_as_pi_does():
+    registry = two_providers_registry()
+    assert registry.resolve(provider="anthropic", model_id="local").context_window == 2000
+    assert registry.resolve(provider="openai", model_id="local").context_window == 1000
+    assert registry.resolve(provider="piweb", model_id="piweb-demo") is DEMO_MODEL
+
+
+@pytest.mark.parametrize(
+    ("provider", "model_id"),
+    [
+        ("openai", "gpt-5"),  # a model this server does not offer
+        ("openrouter", "gpt-4.1"),  # known by id, but under another provider
+        ("openai", None),
+        (None, "gpt-4.1"),
+        (None, None),
+    ],
+)
+def test_resolve_falls_back_to_the_default_model_when_the_server_does_not_offer_the_named_one(provider, model_id):
+    registry = two_providers_registry()
+    assert registry.resolve(provider=provider, model_id=model_id) is registry.default_model
+
+
+def test_a_turn_ref_and_a_session_context_naming_the_same_model_resolve_alike():
+    """The turn row ({api, provider, id}) and pi's session context ({provider, modelId}) are two shapes
+    of one reference; with no reference at all (None, {}) both give the default model. The old turn-side
+    lookup (streaming.find_model) raised AttributeError on None where the context side gave the default."""
+    registry = two_providers_registry()
+    ref = {"api": "anthropic-messages", "provider": "anthropic", "id": "local"}
+    turn_model = registry.resolve(provider=ref["provider"], model_id=ref["id"])
+    assert registry.resolve_context({"provider": "anthropic", "modelId": "local"}) is turn_model
+    assert turn_model.provider == "anthropic"
+    assert registry.resolve_context(None) is registry.default_model
+    assert registry.resolve_context({}) is registry.default_model
+    assert registry.resolve_context({"provider": "anthropic", "id": "local"}) is registry.default_model  # not pi's key
 
 
 def test_registry_from_django_settings(settings, monkeypatch):
