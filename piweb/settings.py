@@ -195,6 +195,8 @@ PIWEB_BACKGROUND_CHECKPOINT_BYTES = env_int("PIWEB_BACKGROUND_CHECKPOINT_BYTES",
 # SQLite: each process checkpoints the WAL in a thread this often (ms) instead of in the commit
 # that crosses 1,000 pages (sessions_app/checkpoint.py); 0: SQLite's own, inline.
 PIWEB_WAL_CHECKPOINT_MS = env_int("PIWEB_WAL_CHECKPOINT_MS", 250)
+# Imports from the session list run in a thread with progress; false: in the request (tests).
+PIWEB_IMPORT_BACKGROUND = env_bool("PIWEB_IMPORT_BACKGROUND", True)
 
 # LLM providers (sessions_app/llm/registry.py). No key: only the offline demo model is offered.
 PIWEB_OPENAI_API_KEY = env_secret("PIWEB_OPENAI_API_KEY")

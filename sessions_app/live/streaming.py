@@ -48,7 +48,9 @@ from django.utils import timezone
 
 from sessions_app import events
 from sessions_app.core import compaction
+from sessions_app.core.clock import now_ms
 from sessions_app.errors import SessionsError
+from sessions_app.live import compacting
 from sessions_app.llm.assemble import Assembler
 from sessions_app.llm.base import Error, Event, ModelInfo, TextDelta, ThinkingDelta, ToolCallDelta
 from sessions_app.llm.registry import Registry, registry_from_settings
@@ -62,31 +64,26 @@ HOST = socket.gethostname()
 RUNNER_ID = f"{HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 ACTIVE = ("queued", "streaming")
 CRASH_MESSAGE = "The server stopped while this reply was streaming"
-SYSTEM_PROMPT = "You are a helpful assistant."
 
 _local_aborts: dict[str, asyncio.Event] = {}  # turns running in this process, by public id
 _tasks: set[asyncio.Task[Any]] = set()  # strong references to running turn tasks
 
 
 def stream_interval() -> float:
-    return int(getattr(settings, "PIWEB_STREAM_INTERVAL_MS", 10)) / 1000
+    return settings.PIWEB_STREAM_INTERVAL_MS / 1000
 
 
 def save_interval() -> float:
-    return int(getattr(settings, "PIWEB_STREAM_SAVE_MS", 200)) / 1000
+    return settings.PIWEB_STREAM_SAVE_MS / 1000
 
 
 def stale_after() -> float:
-    return float(getattr(settings, "PIWEB_TURN_STALE_SECONDS", 15))
+    return float(settings.PIWEB_TURN_STALE_SECONDS)
 
 
 def uses_worker() -> bool:
     """True when turns go to a Channels worker (any layer shared between processes)."""
     return not isinstance(get_channel_layer(), InMemoryChannelLayer)
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 # --- model choice -------------------------------------------------------------------------------
@@ -221,7 +218,7 @@ def _redis_url() -> str:
     """The shared layer's Redis (its first host), where live state is kept next to the messages."""
     layer: dict[str, Any] = settings.CHANNEL_LAYERS["default"]
     config: dict[str, Any] = layer.get("CONFIG") or {}
-    host: Any = (config.get("hosts") or [getattr(settings, "REDIS_URL", "")])[0]
+    host: Any = (config.get("hosts") or [settings.REDIS_URL])[0]
     if isinstance(host, dict):
         host = host.get("address", "")
     if isinstance(host, list | tuple):
@@ -445,7 +442,7 @@ async def run_turn(turn_pk: int, *, registry: Registry | None = None) -> str | N
         log.exception("turn %s: dropping the live state failed", turn_id)
     if entry_id is not None and message["stopReason"] in ("stop", "length", "toolUse"):
         try:
-            await auto_compact(session_pk, entry_id, model, message, registry)
+            await compacting.auto_compact(session_pk, entry_id, model, message, registry)
         except Exception:
             log.exception("turn %s: automatic compaction failed", turn_id)
     return entry_id
@@ -456,7 +453,7 @@ def provider_events(provider: Any, model: ModelInfo, context: Mapping[str, Any],
     return provider.stream(
         model=model,
         messages=compaction.convert_to_llm(context.get("messages") or []),
-        system=str(getattr(settings, "PIWEB_CHAT_SYSTEM_PROMPT", SYSTEM_PROMPT)),
+        system=settings.PIWEB_CHAT_SYSTEM_PROMPT,
         thinking_level=level if model.reasoning else "off",
         max_tokens=model.max_tokens,
         abort=abort,
@@ -510,27 +507,6 @@ async def _pump(stream: Any, coalescer: _Coalescer, flush: Any) -> None:
 
 
 # --- compaction ---------------------------------------------------------------------------------
-
-
-def compaction_settings() -> compaction.CompactionSettings:
-    return compaction.CompactionSettings(
-        enabled=bool(getattr(settings, "PIWEB_COMPACTION_ENABLED", True)),
-        reserve_tokens=int(getattr(settings, "PIWEB_COMPACTION_RESERVE_TOKENS", 16384)),
-        keep_recent_tokens=int(getattr(settings, "PIWEB_COMPACTION_KEEP_RECENT_TOKENS", 20000)),
-    )
-
-
-async def auto_compact(
-    session_pk: int, leaf_id: str, model: ModelInfo, message: Mapping[str, Any], registry: Registry
-) -> str | None:
-    """pi's threshold rule after a turn: compact when the context exceeds the window minus the reserve."""
-    tokens = compaction.calculate_context_tokens(message.get("usage") or {})
-    if not compaction.should_compact(tokens=int(tokens), window=model.context_window, settings=compaction_settings()):
-        return None
-    from sessions_app.live import turns  # late: turns imports this module
-
-    entry = await turns.compact_at(session_pk=session_pk, leaf_id=leaf_id, instructions=None, registry=registry)
-    return entry.entry_id
 
 
 # --- recovery -------------------------------------------------------------------------------------
@@ -629,7 +605,7 @@ _janitor: asyncio.Task[Any] | None = None
 def ensure_janitor() -> None:
     """Start (once per event loop) the periodic sweep: stale turns, presence heartbeats."""
     global _janitor
-    if not getattr(settings, "PIWEB_JANITOR", True):
+    if not settings.PIWEB_JANITOR:
         return
     loop = asyncio.get_running_loop()
     if _janitor is not None and not _janitor.done() and _janitor.get_loop() is loop:

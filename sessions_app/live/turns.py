@@ -18,8 +18,9 @@ from django.db import transaction
 
 from sessions_app.core import compaction, jsjson
 from sessions_app.core import tree as treelib
+from sessions_app.core.clock import now_ms
 from sessions_app.core.tree import Node
-from sessions_app.errors import EntryNotFound, InvalidEntry, NothingToCompact, TurnNotFound
+from sessions_app.errors import EntryNotFound, InvalidEntry, TurnNotFound
 from sessions_app.live import streaming
 from sessions_app.llm.registry import Registry, registry_from_settings
 from sessions_app.llm.summarize import summarizer
@@ -39,7 +40,7 @@ def _message(entry: Entry) -> dict[str, Any]:
 def user_payload(text: str) -> dict[str, Any]:
     return {
         "type": "message",
-        "message": {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": streaming.now_ms()},
+        "message": {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": now_ms()},
     }
 
 
@@ -122,58 +123,6 @@ def thinking_set(*, session: Session, level: str, author: User | None) -> Entry:
     return services.entry_append(
         session=session, payload={"type": "thinking_level_change", "thinkingLevel": level}, author=author
     )
-
-
-# --- compaction -------------------------------------------------------------------------------------
-
-
-def _compaction_input(session_pk: int, leaf_id: str) -> tuple[list[Node], dict[str, Any]]:
-    session = Session.objects.get(pk=session_pk)
-    path = selectors.path_nodes(session=session, leaf_id=leaf_id)
-    context = selectors.session_context(session=session, leaf_id=leaf_id)
-    return path, context
-
-
-@transaction.atomic
-def _store_compaction(session_pk: int, leaf_id: str, result: compaction.CompactionResult) -> Entry:
-    session = Session.objects.get(pk=session_pk)
-    tokens = result.tokens_before
-    payload = {
-        "type": "compaction",
-        "summary": result.summary,
-        "firstKeptEntryId": result.first_kept_entry_id,
-        "tokensBefore": int(tokens) if float(tokens).is_integer() else tokens,
-        "details": result.details,
-        "fromHook": False,
-    }
-    return services.entry_append(
-        session=session, payload=payload, parent_id=leaf_id, move_leaf=session.leaf_id == leaf_id
-    )
-
-
-async def compact_at(
-    *, session_pk: int, leaf_id: str, instructions: str | None, registry: Registry | None = None
-) -> Entry:
-    """Compact the path ending at leaf_id (pi's rules); the compaction entry hangs off leaf_id."""
-    registry = registry or registry_from_settings()
-    path, context = await database_sync_to_async(_compaction_input)(session_pk, leaf_id)
-    preparation = compaction.prepare_compaction(path, streaming.compaction_settings())
-    if preparation is None or not (preparation.messages_to_summarize or preparation.turn_prefix_messages):
-        raise NothingToCompact("Nothing to compact (session too small)")
-    model = registry.resolve_context(context.get("model"))
-    summarize = summarizer(
-        provider=registry.provider_for(model), model=model, abort=asyncio.Event(), timestamp_ms=streaming.now_ms()
-    )
-    result = await compaction.compact(preparation, summarize=summarize, custom_instructions=instructions or None)
-    entry: Entry = await database_sync_to_async(_store_compaction)(session_pk, leaf_id, result)
-    return entry
-
-
-async def chat_compact(*, session: Session, instructions: str | None = None) -> Entry:
-    """Manual compaction at the session's leaf, with optional focus instructions."""
-    if session.leaf_id is None:
-        raise NothingToCompact("Nothing to compact (session too small)")
-    return await compact_at(session_pk=session.pk, leaf_id=session.leaf_id, instructions=instructions)
 
 
 # --- navigation with a branch summary -----------------------------------------------------------------

@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Collection, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
@@ -23,6 +22,7 @@ from sessions_app import events
 from sessions_app.access import audit
 from sessions_app.core import chain as chainhash
 from sessions_app.core import jsjson, piformat
+from sessions_app.core.clock import now_iso
 from sessions_app.core.intake import Intake
 from sessions_app.core.tree import Node
 from sessions_app.errors import EntryNotFound, InvalidEntry, SessionConflict, SessionNotFound
@@ -48,11 +48,6 @@ KEY_ORDER: dict[str, tuple[str, ...]] = {
     "label": (*BASE, "targetId", "label"),
     "session_info": (*BASE, "name"),
 }
-
-
-def now_iso() -> str:
-    """new Date().toISOString(): UTC, milliseconds, Z."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 # --- the one insert path -------------------------------------------------------------------

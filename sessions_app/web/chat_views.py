@@ -22,7 +22,7 @@ from django.views.decorators.http import require_POST
 
 from sessions_app.access.permissions import Capability
 from sessions_app.errors import InvalidRequest
-from sessions_app.live import streaming, turns
+from sessions_app.live import compacting, streaming, turns
 from sessions_app.llm.registry import registry_from_settings
 from sessions_app.models import Session
 from sessions_app.store import selectors
@@ -148,7 +148,7 @@ async def chat_thinking(request: HttpRequest, session: Session, user: User) -> H
 async def chat_compact(request: HttpRequest, session: Session, user: User) -> HttpResponse:
     """instructions (optional focus): compact the context at the leaf now."""
     instructions = _field(request, "instructions", required=False, limit=10_000).strip()
-    await turns.chat_compact(session=session, instructions=instructions or None)
+    await compacting.chat_compact(session=session, instructions=instructions or None)
     return _done(request, session)
 
 

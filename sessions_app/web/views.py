@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, Concatenate, ParamSpec
@@ -35,6 +34,7 @@ from sessions_app.access import audit, permissions, teams
 from sessions_app.access.permissions import Capability
 from sessions_app.core import jsjson
 from sessions_app.core import treeview as tv
+from sessions_app.core.clock import now_ms
 from sessions_app.core.tree import TEXTLESS_PREFIX
 from sessions_app.errors import ImportNotFound, InvalidRequest
 from sessions_app.models import Session
@@ -542,16 +542,12 @@ def entry_append(request: HtmxHttpRequest, session: Session) -> HttpResponse:
         "message": {
             "role": "user",
             "content": [{"type": "text", "text": form.cleaned_data["text"]}],
-            "timestamp": _now_ms(),
+            "timestamp": now_ms(),
         },
     }
     entry = services.entry_append(session=session, payload=payload, author=_request_user(request))
     request.session.pop(f"draft:{session.public_id}", None)
     return _go(request, page_url(session, leaf=entry.entry_id, target=entry.entry_id))
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 @require_POST

@@ -19,7 +19,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from sessions_app.access import permissions
 from sessions_app.access.permissions import Capability, Role
 from sessions_app.errors import SessionsError
-from sessions_app.live import streaming, turns
+from sessions_app.live import compacting, streaming, turns
 from sessions_app.models import Entry, Membership, Session, ShareLink, StreamingTurn
 from tests.worlds import ROLES, World
 
@@ -170,7 +170,7 @@ def _no_turns_run(monkeypatch, settings):
     async def navigate(**kwargs: Any) -> Any:
         return SimpleNamespace(editor_text="")
 
-    monkeypatch.setattr(turns, "chat_compact", compact)
+    monkeypatch.setattr(compacting, "chat_compact", compact)
     monkeypatch.setattr(turns, "navigate", navigate)
     settings.PIWEB_JANITOR = False
 

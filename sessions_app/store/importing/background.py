@@ -104,7 +104,7 @@ def job_start(*, user: User, data: bytes, name: str, into: Team | None) -> Job:
         "state": "running",
     }
     _put(job)
-    if not getattr(settings, "PIWEB_IMPORT_BACKGROUND", True):
+    if not settings.PIWEB_IMPORT_BACKGROUND:
         _run(Job(**job), user, data, into, own_connection=False)
         return job_get(user=user, job_id=job["id"]) or job
     context = contextvars.copy_context()
