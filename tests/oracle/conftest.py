@@ -16,13 +16,13 @@ from tests.oracle.oracle import (
     LARGE_INDEXES,
     MISSING,
     OWN,
-    OWN_FIXTURES,
     PiOracle,
     StaticFile,
     entry_objects,
     interesting_leaves,
     read_lines,
 )
+from tests.paths import HANDMADE
 
 pytestmark = pytest.mark.oracle
 
@@ -51,7 +51,7 @@ def generated_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]
 @pytest.fixture(scope="session")
 def static_files(generated_files: dict[str, Path], pi_oracle: PiOracle) -> dict[str, StaticFile]:
     """Every static file with pi's answers, all from a single node process."""
-    paths = {**generated_files, **{name: OWN_FIXTURES / name for name in OWN}, "large-session": LARGE}
+    paths = {**generated_files, **{name: HANDMADE / name for name in OWN}, "large-session": LARGE}
     files: dict[str, StaticFile] = {}
     jobs = []
     for name, path in paths.items():

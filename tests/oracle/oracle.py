@@ -26,13 +26,10 @@ from sessions_app.core.tree import Node, node_from_entry
 from sessions_app.models import Session
 from sessions_app.store import selectors
 from sessions_app.web.schemas import SessionOut
+from tests.paths import BASELINE_SRC, HANDMADE, LARGE_SESSION
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent.parent
-SHARED = ROOT.parent / "shared"
-PI_FIXTURES = SHARED / "fixtures" / "pi"
-GEN_SESSION = SHARED / "bench" / "pi-baseline" / "gen_session.py"
-OWN_FIXTURES = ROOT / "tests" / "fixtures" / "pi"
+GEN_SESSION = BASELINE_SRC / "gen_session.py"
 
 
 class PiOracle:
@@ -278,8 +275,8 @@ GENERATED = [
     Generated("summaries", 800, 0.15, 6, 25, 14, ("--branch-summary-prob", "0.7", "--far-jump-prob", "0.5")),
     Generated("small", 200, 0.1, 3, 10, 15, ("--cwd", "/home/dev/é space")),
 ]
-OWN = sorted(p.name for p in OWN_FIXTURES.glob("*.jsonl"))
-LARGE = PI_FIXTURES / "large-session.jsonl"
+OWN = sorted(p.name for p in HANDMADE.glob("*.jsonl"))
+LARGE = LARGE_SESSION
 LARGE_INDEXES = [0, 1, 2, 3, 10, 100, 250, 500, 833, 836, 837, 1000, 1016, 1017]
 
 

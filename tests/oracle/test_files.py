@@ -1,9 +1,9 @@
 """Session files imported into piweb read exactly as the real pi reads them.
 
 Covers generated v3 sessions (branching, compactions, labels, session names), hand-written fixtures
-for every format case (tests/fixtures/pi: v1 migration incl. odd firstKeptEntryIndex values, v2
+for every format case (tests/fixtures/handmade: v1 migration incl. odd firstKeptEntryIndex values, v2
 hookMessage, duplicated header, custom messages, root branch summary, unknown entry types, numbers,
-integer-like keys) and pi's own v1 fixture (large-session.jsonl).
+integer-like keys) and pi's own v1 fixture (tests/fixtures/pi/large-session.jsonl).
 """
 
 from __future__ import annotations

@@ -24,11 +24,10 @@ from sessions_app.errors import ImportRejected
 from sessions_app.models import Entry, Session
 from sessions_app.store import entry_insert, selectors, services
 from sessions_app.store.importing import worker, worker_client
+from tests.paths import HANDMADE, LARGE_SESSION
 
 pytestmark = pytest.mark.django_db
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "pi"
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "pi"
 SESSION_FIELDS = (
     "public_id", "header_raw", "extra_headers", "cwd", "created", "leaf_id", "name", "message_count",
     "first_message", "modified_ms", "last_seq", "entries_digest", "source_bytes", "source_sha256", "import_report",
@@ -86,16 +85,15 @@ def test_the_worker_stores_what_the_in_process_parser_stores(alice, settings, ge
 
 @pytest.mark.parametrize("name", ["v3-shapes.jsonl", "v3-dup-header.jsonl"])
 def test_format_fixtures_come_out_the_same(alice, settings, outcomes, name):
-    data = (FIXTURES / name).read_bytes()
+    data = (HANDMADE / name).read_bytes()
     in_process, by_worker = _import_both_ways(alice, data, settings, outcomes)
     assert isinstance(outcomes[0], services.ImportResult)
     assert by_worker == in_process
     assert "".join(selectors.export_lines(session=outcomes[0].session)).encode() == data
 
 
-@pytest.mark.skipif(not (SHARED / "large-session.jsonl").exists(), reason="shared fixtures are not on this machine")
 def test_the_real_large_session_is_migrated_in_process(alice, settings, outcomes):
-    data = (SHARED / "large-session.jsonl").read_bytes()  # a v1 file: migration needs every line at once
+    data = LARGE_SESSION.read_bytes()  # a v1 file: migration needs every line at once
     in_process, by_worker = _import_both_ways(alice, data, settings, outcomes)
     assert outcomes == [None]
     assert by_worker == in_process
@@ -103,7 +101,7 @@ def test_the_real_large_session_is_migrated_in_process(alice, settings, outcomes
 
 def test_repeated_lines_are_handed_back_and_still_import_the_same(alice, settings, outcomes):
     # pi's lazy flush can write entries twice (v3-dup-flush): the worker leaves that to the parser.
-    in_process, by_worker = _import_both_ways(alice, (FIXTURES / "v3-dup-flush.jsonl").read_bytes(), settings, outcomes)
+    in_process, by_worker = _import_both_ways(alice, (HANDMADE / "v3-dup-flush.jsonl").read_bytes(), settings, outcomes)
     assert outcomes == [None]
     assert by_worker == in_process
 

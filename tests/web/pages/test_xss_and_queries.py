@@ -10,7 +10,7 @@ import pytest
 
 from sessions_app.models import Entry
 from sessions_app.store import services
-from tests.paths import BASELINE_SRC, FIXTURES
+from tests.paths import BASELINE_SRC, LARGE_SESSION
 from tests.worlds import detail
 from tests.xss import ALL, assert_no_live_payload, hostile_payloads, session_file
 
@@ -114,7 +114,7 @@ def test_the_session_page_has_bounded_queries_large(alice_client, big, django_as
 
 
 def test_the_real_pi_fixture_renders(alice_client, alice, django_assert_max_num_queries):
-    data = (FIXTURES / "large-session.jsonl").read_bytes()
+    data = LARGE_SESSION.read_bytes()
     s = services.session_import(owner=alice, data=data).session
     with django_assert_max_num_queries(16 + CHAT_QUERIES + NAV_QUERIES):
         r = alice_client.get(f"/sessions/{s.public_id}/")
