@@ -6,7 +6,6 @@ import fcntl
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ import pytest
 from django.db.models.signals import post_migrate
 from django.test import Client
 
+from tests.generate import generate
 from tests.paths import BASELINE_SRC, ROOT
 
 (ROOT / "var").mkdir(exist_ok=True)  # the SQLite test database lives there
@@ -127,21 +127,14 @@ def pi_baseline() -> Path:
 
 
 @pytest.fixture(scope="session")
-def generated(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., bytes]:
-    """make(entries, seed, **options) -> a pi v3 session file from gen_session.py (cached)."""
+def generated() -> Callable[..., bytes]:
+    """make(entries, seed, **options) -> a pi v3 session file from tests/generate.py (cached)."""
     cache: dict[tuple[Any, ...], bytes] = {}
-    folder = tmp_path_factory.mktemp("generated")
 
     def make(entries: int = 40, seed: int = 1, **options: Any) -> bytes:
         key = (entries, seed, *sorted(options.items()))
         if key not in cache:
-            out = folder / f"session-{len(cache)}.jsonl"
-            args = [sys.executable, str(BASELINE_SRC / "gen_session.py"), "--entries", str(entries)]
-            args += ["--seed", str(seed), "--out", str(out)]
-            for name, value in options.items():
-                args += [f"--{name.replace('_', '-')}", str(value)]
-            subprocess.run(args, check=True, capture_output=True)
-            cache[key] = out.read_bytes()
+            cache[key] = generate(entries, seed, **options)
         return cache[key]
 
     return make

@@ -26,10 +26,9 @@ from sessions_app.core.tree import Node, node_from_entry
 from sessions_app.models import Session
 from sessions_app.store import selectors
 from sessions_app.web.schemas import SessionOut
-from tests.paths import BASELINE_SRC, HANDMADE, LARGE_SESSION
+from tests.paths import HANDMADE, LARGE_SESSION
 
 HERE = Path(__file__).resolve().parent
-GEN_SESSION = BASELINE_SRC / "gen_session.py"
 
 
 class PiOracle:
@@ -257,24 +256,17 @@ def jobs_for(files: Iterable[tuple[Path, Sequence[str | None]]], **flags: bool) 
     return [{"file": str(path), "leaves": list(leaves), **flags} for path, leaves in files]
 
 
-@dataclass(frozen=True)
-class Generated:
-    name: str
-    entries: int
-    branch_prob: float
-    compactions: int
-    labels: int
-    seed: int
-    extra: tuple[str, ...] = ()
-
-
-GENERATED = [
-    Generated("branchy", 1500, 0.3, 4, 40, 11),
-    Generated("compacted", 2000, 0.05, 10, 20, 12),
-    Generated("linear", 1200, 0.0, 3, 15, 13),
-    Generated("summaries", 800, 0.15, 6, 25, 14, ("--branch-summary-prob", "0.7", "--far-jump-prob", "0.5")),
-    Generated("small", 200, 0.1, 3, 10, 15, ("--cwd", "/home/dev/é space")),
-]
+GENERATED: dict[str, dict[str, Any]] = {  # name -> tests/generate.py's options
+    "branchy": {"entries": 1500, "branch_prob": 0.3, "compactions": 4, "labels": 40, "seed": 11},
+    "compacted": {"entries": 2000, "branch_prob": 0.05, "compactions": 10, "labels": 20, "seed": 12},
+    "linear": {"entries": 1200, "branch_prob": 0.0, "compactions": 3, "labels": 15, "seed": 13},
+    "summaries": {"entries": 800, "branch_prob": 0.15, "compactions": 6, "labels": 25, "seed": 14,
+                  "branch_summary_prob": 0.7, "far_jump_prob": 0.5},
+    "small": {"entries": 200, "branch_prob": 0.1, "compactions": 3, "labels": 10, "seed": 15,
+              "cwd": "/home/dev/é space"},
+    "customs": {"entries": 600, "branch_prob": 0.1, "compactions": 2, "labels": 10, "seed": 16,
+                "custom_prob": 0.25},
+}  # fmt: skip
 OWN = sorted(p.name for p in HANDMADE.glob("*.jsonl"))
 LARGE = LARGE_SESSION
 LARGE_INDEXES = [0, 1, 2, 3, 10, 100, 250, 500, 833, 836, 837, 1000, 1016, 1017]

@@ -34,7 +34,7 @@ from tests.oracle.oracle import (
 
 pytestmark = [pytest.mark.oracle, pytest.mark.django_db]
 
-ALL = [g.name for g in GENERATED] + OWN + ["large-session"]
+ALL = [*GENERATED, *OWN, "large-session"]
 MIGRATED = [name for name in OWN if name.startswith(("v1-", "v2-"))] + ["large-session"]
 _ID_FIELD = re.compile(r'"(id|parentId|firstKeptEntryId)":"([^"\\]*)"')
 
