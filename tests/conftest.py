@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
-import os
-import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,7 +11,8 @@ from django.db.models.signals import post_migrate
 from django.test import Client
 
 from tests.generate import generate
-from tests.paths import BASELINE_SRC, ROOT
+from tests.oracle import install
+from tests.paths import ROOT
 
 (ROOT / "var").mkdir(exist_ok=True)  # the SQLite test database lives there
 
@@ -104,26 +101,10 @@ def htmx_client(alice):
 
 
 @pytest.fixture(scope="session")
-def pi_baseline() -> Path:
-    """A directory where the real pi (npm) is installed, for oracle comparisons.
-
-    PIWEB_PI_BASELINE points at one; otherwise shared/bench/pi-baseline is copied to var/ and
-    `npm install`ed once (the npm registry is reachable wherever the tests run).
-    """
-    configured = os.environ.get("PIWEB_PI_BASELINE")
-    target = Path(configured) if configured else ROOT / "var" / "pi-baseline"
-    marker = target / "node_modules" / "@mariozechner" / "pi-coding-agent"
-    if marker.exists():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with (target.parent / ".pi-baseline.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not marker.exists():
-            shutil.copytree(BASELINE_SRC, target, dirs_exist_ok=True)
-            for path in [target, *target.rglob("*")]:
-                path.chmod(path.stat().st_mode | 0o200)
-            subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"], cwd=target, check=True)
-    return target
+def pi_install() -> Path:
+    """The folder where the real pi (npm) is installed, for oracle comparisons: tests/oracle/pi/
+    `npm ci`ed into var/pi/ (see tests/oracle/install.py)."""
+    return install.install()
 
 
 @pytest.fixture(scope="session")

@@ -22,12 +22,10 @@ from tests.oracle.oracle import (
 )
 from tests.paths import HANDMADE
 
-pytestmark = pytest.mark.oracle
-
 
 @pytest.fixture(scope="session")
-def pi_oracle(pi_baseline: Path) -> PiOracle:
-    return PiOracle(pi_baseline)
+def pi_oracle(pi_install: Path) -> PiOracle:
+    return PiOracle(pi_install)
 
 
 @pytest.fixture(scope="session")

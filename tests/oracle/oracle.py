@@ -1,15 +1,13 @@
 """Running the real pi (the oracle) and comparing its answers with piweb's.
 
-pi_batch.mjs answers many questions about a session file in one node process; validate.mjs is the
-baseline's structural checker. Both run from the pi-baseline directory where the npm package is
-installed (ESM resolves packages relative to the script's own location).
+tests/oracle/pi/pi_batch.mjs answers many questions about a session file in one node process;
+tests/oracle/pi/check.mjs tells whether files are ones pi itself could have written. Both run from
+copies inside the folder where the npm package is installed (tests/oracle/install.py).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import random
 import subprocess
 from collections import defaultdict
@@ -26,24 +24,15 @@ from sessions_app.core.tree import Node, node_from_entry
 from sessions_app.models import Session
 from sessions_app.store import selectors
 from sessions_app.web.schemas import SessionOut
-from tests.paths import HANDMADE, LARGE_SESSION
-
-HERE = Path(__file__).resolve().parent
+from tests.oracle.install import placed
+from tests.paths import HANDMADE, LARGE_SESSION, PI_PACKAGE
 
 
 class PiOracle:
-    def __init__(self, baseline: Path) -> None:
-        self.baseline = baseline
-        source = (HERE / "pi_batch.mjs").read_bytes()
-        folder = baseline / ".piweb-oracle"
-        folder.mkdir(exist_ok=True)
-        # Content-addressed name: concurrent runs and older copies never clash.
-        self.script = folder / f"pi_batch-{hashlib.sha256(source).hexdigest()[:12]}.mjs"
-        if not self.script.exists() or self.script.read_bytes() != source:
-            tmp = folder / f".{self.script.name}.{os.getpid()}.tmp"
-            tmp.write_bytes(source)
-            tmp.replace(self.script)
-        self.validator = baseline / "validate.mjs"
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder  # where the package is installed
+        self.script = placed(PI_PACKAGE / "pi_batch.mjs", folder)
+        self.checker = placed(PI_PACKAGE / "check.mjs", folder)
 
     def batch(self, jobs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """One node process answering every job (see pi_batch.mjs for the fields)."""
@@ -51,7 +40,7 @@ class PiOracle:
             ["node", str(self.script)],
             input=json.dumps({"jobs": list(jobs)}).encode(),
             capture_output=True,
-            cwd=self.baseline,
+            cwd=self.folder,
             check=False,
         )
         assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-4000:]
@@ -71,26 +60,26 @@ class PiOracle:
                 results[i] = result
         return results
 
-    def validate(self, files: Sequence[Path]) -> tuple[int, list[dict[str, Any]]]:
-        """validate.mjs over the files: (exit code, one report per file)."""
+    def check(self, files: Sequence[Path]) -> tuple[int, list[dict[str, Any]]]:
+        """check.mjs over the files: (exit code, one report per file)."""
         proc = subprocess.run(
-            ["node", str(self.validator), *map(str, files)],
+            ["node", str(self.checker), *map(str, files)],
             capture_output=True,
-            cwd=self.baseline,
+            cwd=self.folder,
             check=False,
         )
         reports = [json.loads(line) for line in proc.stdout.decode().splitlines() if line.strip()]
         assert len(reports) == len(files), proc.stderr.decode(errors="replace")[-4000:]
         return proc.returncode, reports
 
-    def batch_and_validate(
+    def batch_and_check(
         self, jobs: Sequence[Mapping[str, Any]], files: Sequence[Path]
     ) -> tuple[list[dict[str, Any]], tuple[int, list[dict[str, Any]]]]:
         """Both at once (two node processes side by side)."""
         with ThreadPoolExecutor(2) as pool:
             batched = pool.submit(self.batch, jobs)
-            validated = pool.submit(self.validate, files)
-            return batched.result(), validated.result()
+            checked = pool.submit(self.check, files)
+            return batched.result(), checked.result()
 
 
 # --- reading files ---------------------------------------------------------------------------
