@@ -1,4 +1,7 @@
-"""Shared fixtures: alice owns, bob is another user; real services build the data."""
+"""Shared fixtures: alice owns, bob is another user; real services build the data.
+
+The hooks of tests/needs.py skip (or, under PIWEB_REQUIRE_ALL_TESTS=1, fail) the oracle and browser
+tests whose tools are missing."""
 
 from __future__ import annotations
 
@@ -11,6 +14,8 @@ from django.db.models.signals import post_migrate
 from django.test import Client
 
 from tests.generate import generate
+from tests.needs import pytest_collection_modifyitems as pytest_collection_modifyitems
+from tests.needs import pytest_runtest_setup as pytest_runtest_setup
 from tests.oracle import install
 from tests.paths import ROOT
 
