@@ -2,38 +2,39 @@
 
     .venv/bin/python bench/bench_store.py [--sizes 1k,10k,100k] [--quick] [--database-url URL]
 
-For each file (generated with pi-baseline's gen_session.py into bench/out/, plus the real
-shared/fixtures/pi/large-session.jsonl) this runs pi's own benchmark (bench.mjs, the published npm
-SessionManager) and then the same operations through piweb's services and selectors:
+For each file (generated with tests/generate.py into bench/out/, plus pi's own
+tests/fixtures/pi/large-session.jsonl) this times the real pi (bench/pi_timings.mjs, on the published
+npm SessionManager) and then the same operations through piweb's services and selectors:
 
   import          pipeline.session_import of the whole file, in a fresh subprocess (peak RSS
-                  measured there); beside pi's SessionManager.open(), timed as bench.mjs times
-                  it in a node process run just before each import (the machine's speed drifts)
+                  measured there); beside pi's SessionManager.open(), timed as pi_timings.mjs
+                  times it in a node process run just before each import (the machine's speed drifts)
   import via API  the file POSTed to /api/sessions/import on a daphne started for it (upload and
                   multipart parsing included); for information
   context@leaf    selectors.session_context at the session's leaf; beside pi's buildSessionContext()
-  branch+context  the 100 seeded targets of bench.mjs (branch_targets.py): services.leaf_move +
+  branch+context  100 seeded targets (branch_targets()), the same for both: services.leaf_move +
                   selectors.session_context per target; beside pi's branch() + buildSessionContext()
   tree            GET /api/sessions/{id}/tree (tree_nodes' chunk cache warm; right after an append;
                   right after a label on an older entry) and selectors.tree_json with the cache
                   emptied first (a new server process); beside getTree()
-  append          1000 x services.entry_append of bench.mjs's messages; beside pi's appendMessage()
+  append          1000 x services.entry_append of append_messages(); beside pi's appendMessage() of
+                  the same messages
 
 It prints one table (piweb and pi figures, piweb/pi ratio, target, PASS/FAIL) and writes every
 figure to bench/out/results.json. Targets are the issue's; they are judged (PASS/FAIL) on the files
 of the size they name (100k entries), and shown as "(pass)"/"(fail)" for information on the others.
 
 Files: 5%-branching files of each --sizes, a linear one (--branch-prob 0) of the largest size, with
-1 compaction per 1,000 entries and 1 label per 200, seed 1 as in pi-baseline's README (one seed
-gives one session id: each file's session replaces the previous one in the database).
+1 compaction per 1,000 entries and 1 label per 200, seed 1 (one seed gives one session id: each
+file's session replaces the previous one in the database).
 
 The database is a fresh SQLite file under bench/out/ unless --database-url is given (then the
 benchmark's sessions left by an earlier run are deleted first; nothing else is touched). The app is
 run from a copy made at the start (bench/out/code/), so edits to the working tree during a run
 cannot mix two versions; --no-snapshot runs it in place. Peak RSS is the import process's VmHWM
 plus the memory of its own (private pages) that the forked import worker has at its end.
-pi-baseline is found via PIWEB_PI_BASELINE, else bench/out/pi-baseline (copied from
-../shared/bench/pi-baseline and `npm install`ed when missing).
+pi is the install the oracle tests use (tests/oracle/install.py): tests/oracle/pi/ `npm ci`ed into
+var/pi/ when it is missing or its lock file changed, or the folder PIWEB_PI_DIR names.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ import gc
 import json
 import os
 import platform
+import random
 import resource
 import shutil
 import sqlite3
@@ -56,10 +58,15 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.append(str(ROOT))  # after the app's snapshot (configure_django puts it first)
+
+from tests.generate import generate  # noqa: E402
+from tests.oracle.install import install, placed  # noqa: E402
+from tests.paths import LARGE_SESSION  # noqa: E402
+
 OUT = ROOT / "bench" / "out"
-SHARED = ROOT.parent / "shared"
-BASELINE_SRC = SHARED / "bench" / "pi-baseline"
-FIXTURE = SHARED / "fixtures" / "pi" / "large-session.jsonl"
+PI_TIMINGS = ROOT / "bench" / "pi_timings.mjs"
+FIXTURE = LARGE_SESSION
 BIG = 100_000  # the size the issue's targets are set for
 BENCH_USER = "bench"
 CODE_DIRS = ("piweb", "sessions_app", "templates", "static")  # what Django needs to run the app
@@ -77,7 +84,7 @@ def r3(x: float) -> float:
 
 
 def stats(ts: list[float]) -> dict[str, Any]:
-    """median / p90 / p99 / min / max in ms; quantiles picked as bench.mjs does."""
+    """median / p90 / p99 / min / max in ms; quantiles picked as pi_timings.mjs picks them."""
     s = sorted(ts)
     n = len(s)
 
@@ -139,86 +146,62 @@ def git_state() -> str:
     return head.stdout.strip() + (f" + uncommitted: {', '.join(changed)}" if changed else "")
 
 
-# --- pi-baseline and the files -----------------------------------------------------------------
+# --- pi and the files ----------------------------------------------------------------------------
 
 
-def pi_baseline_dir() -> Path:
-    configured = os.environ.get("PIWEB_PI_BASELINE")
-    target = Path(configured) if configured else OUT / "pi-baseline"
-    marker = target / "node_modules" / "@mariozechner" / "pi-coding-agent"
-    if marker.exists():
-        return target
-    if configured:
-        sys.exit(f"PIWEB_PI_BASELINE={configured}: no node_modules/@mariozechner/pi-coding-agent there")
-    log(f"installing pi-baseline into {target} (npm install)")
-    shutil.copytree(BASELINE_SRC, target, dirs_exist_ok=True)
-    for p in [target, *target.rglob("*")]:
-        p.chmod(p.stat().st_mode | 0o200)  # shared/ is read-only
-    subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"], cwd=target, check=True)
-    return target
+def branch_targets(entries: int, count: int, seed: int = 42) -> list[int]:
+    """The entries (indices in file order) that pi and piweb both branch to."""
+    rng = random.Random(seed)
+    return [rng.randrange(entries) for _ in range(count)]
 
 
-def generated_file(baseline: Path, n: int, *, linear: bool, seed: int) -> Path:
-    """gen_session.py output, made once: 5% branching (or one linear chain), compactions and
-    labels proportional to the size (100k: 100 compactions, 500 labels), as pi-baseline's README
-    makes them (seed 1). The header id depends on the seed only, so files of one seed are one
-    session to piweb: each file's import replaces the previous file's session."""
+def generated_file(n: int, *, linear: bool, seed: int) -> Path:
+    """tests/generate.py output, made once: 5% branching (or one linear chain), compactions and
+    labels proportional to the size (100k: 100 compactions, 500 labels). The header id depends on
+    the seed only, so files of one seed are one session to piweb: each file's import replaces the
+    previous file's session."""
     kind = "linear" if linear else "b05"
     path = OUT / f"gen-{size_label(n)}-{kind}-seed{seed}.jsonl"
     if not path.exists():
         log(f"generating {path.name}")
         tmp = path.with_suffix(".tmp")
-        subprocess.run(
-            [
-                sys.executable,
-                str(baseline / "gen_session.py"),
-                "--entries",
-                str(n),
-                "--branch-prob",
-                "0" if linear else "0.05",
-                "--compactions",
-                str(max(1, n // 1000)),
-                "--labels",
-                str(max(1, n // 200)),
-                "--seed",
-                str(seed),
-                "--out",
-                str(tmp),
-            ],
-            check=True,
-            stderr=subprocess.DEVNULL,
-        )
+        options = {"branch_prob": 0.0 if linear else 0.05, "compactions": max(1, n // 1000), "labels": max(1, n // 200)}
+        tmp.write_bytes(generate(n, seed, **options))
         tmp.rename(path)
     return path
 
 
-def run_pi(baseline: Path, path: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """bench.mjs's JSON lines by kind (cached in bench/out/ only with --reuse-pi)."""
-    opts = ["--reps", str(args.reps), "--appends", str(args.appends), "--branches", str(args.branches)]
+def run_pi(pi_dir: Path, path: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """pi_timings.mjs's JSON lines by kind (cached in bench/out/ only with --reuse-pi)."""
+    entries = sum(1 for line in path.open("rb") if line.strip()) - 1
+    targets = branch_targets(entries, args.branches)
+    messages = OUT / f"append-messages-{args.appends}.json"
+    messages.write_text(json.dumps(append_messages(args.appends)))
+    opts = ["--reps", str(args.reps), "--targets", ",".join(map(str, targets)), "--messages", str(messages)]
     st = path.stat()
-    key = [str(path), st.st_size, st.st_mtime_ns, *opts]
+    key = [str(path), st.st_size, st.st_mtime_ns, PI_TIMINGS.read_text(), *opts]
     cache = OUT / f"pi-cache-{path.stem}.json"
     if args.reuse_pi and cache.exists():
         cached = json.loads(cache.read_text())
         if cached.get("key") == key:
             log(f"pi: reusing {cache.name}")
             return cached["lines"]  # type: ignore[no-any-return]
-    log(f"pi: node bench.mjs {path.name}")
+    log(f"pi: node pi_timings.mjs {path.name}")
     proc = subprocess.run(
-        ["node", "--expose-gc", "bench.mjs", str(path.resolve()), *opts],
-        cwd=baseline,
+        ["node", "--expose-gc", str(placed(PI_TIMINGS, pi_dir)), str(path.resolve()), *opts],
+        cwd=pi_dir,
         capture_output=True,
         text=True,
         check=False,
     )
     if proc.returncode != 0:
-        sys.exit(f"bench.mjs failed on {path}:\n{proc.stderr}")
+        sys.exit(f"pi_timings.mjs failed on {path}:\n{proc.stderr}")
     lines = {obj["kind"]: obj for obj in map(json.loads, proc.stdout.splitlines()) if obj}
     cache.write_text(json.dumps({"key": key, "lines": lines}))
     return lines
 
 
-# pi's SessionManager.open() as bench.mjs times it (a first open, then opens with a GC before each),
+# pi's SessionManager.open() as pi_timings.mjs times it (a first open, then opens with a GC before each),
 # in a node process of its own; run between piweb's imports, so both are timed in the same minute
 # (on a shared machine the speed drifts by a third from one minute to the next).
 PI_OPEN_JS = """
@@ -243,10 +226,10 @@ console.log(JSON.stringify(ts));
 """
 
 
-def pi_open_ms(baseline: Path, path: Path, reps: int = 3) -> list[float]:
+def pi_open_ms(pi_dir: Path, path: Path, reps: int = 3) -> list[float]:
     proc = subprocess.run(
         ["node", "--expose-gc", "--input-type=module", "-e", PI_OPEN_JS, str(path.resolve()), str(reps)],
-        cwd=baseline, capture_output=True, text=True, check=False,
+        cwd=pi_dir, capture_output=True, text=True, check=False,
     )  # fmt: skip
     if proc.returncode != 0:
         sys.exit(f"pi open() of {path} failed:\n{proc.stderr}")
@@ -397,7 +380,7 @@ def import_over_http(path: Path, public_id: str, code: Path) -> dict[str, Any]:
 
 
 def append_messages(n: int) -> list[dict[str, Any]]:
-    """bench.mjs's append payloads: user / assistant with a tool call / tool result, in turn."""
+    """The messages appended by both pi and piweb: user / assistant with a tool call / tool result, in turn."""
 
     def text(size: int, k: int) -> str:
         fill = "lorem ipsum dolor sit amet, consectetur adipiscing elit "
@@ -463,9 +446,6 @@ def bench_piweb(path: Path, pi: dict[str, Any], args: argparse.Namespace) -> dic
     from sessions_app.models import Entry, Session
     from sessions_app.store import selectors, services
 
-    sys.path.insert(0, str(args.baseline))
-    from branch_targets import targets as branch_targets  # type: ignore[import-not-found]
-
     res: dict[str, Any] = {}
     public_id = header_id(path)
     user = bench_user()
@@ -474,7 +454,7 @@ def bench_piweb(path: Path, pi: dict[str, Any], args: argparse.Namespace) -> dic
     runs, pi_opens = [], []
     for i in range(args.import_reps):
         log(f"pi: open() {path.name} beside import {i + 1}")
-        pi_opens += pi_open_ms(args.baseline, path)
+        pi_opens += pi_open_ms(args.pi_dir, path)
         delete_session(public_id)
         log(f"piweb: import {path.name} ({i + 1}/{args.import_reps})")
         proc = subprocess.run(
@@ -524,9 +504,9 @@ def bench_piweb(path: Path, pi: dict[str, Any], args: argparse.Namespace) -> dic
     res["context_leaf_api"] = measure(lambda: api_get(f"{api}/context"), min_n=args.reps, budget_s=args.budget)
     res["context_leaf_api"]["bytes"] = len(api_get(f"{api}/context"))
 
-    # branch + context at bench.mjs's seeded targets (indices into the entries in file order)
+    # branch + context at the seeded targets pi branched to (indices into the entries in file order)
     log("piweb: branch + context")
-    idxs = branch_targets(len(entry_ids), args.branches, 42)
+    idxs = branch_targets(len(entry_ids), args.branches)
     pi_branch = pi.get("branch_ctx", {})
     same_targets = pi_branch.get("targets") == idxs
     counts, ts, ro = [], [], []
@@ -659,7 +639,7 @@ def build_rows(name: str, n: int, linear: bool, pi: dict[str, Any], pw: dict[str
         "<= pi open()",
         None if r is None else r <= 1.0,
         formal,
-        f"{imp['added']} entries; pi's open() timed between the imports (bench.mjs's run: {fmt(med('open'))})",
+        f"{imp['added']} entries; pi's open() timed between the imports (pi_timings.mjs's run: {fmt(med('open'))})",
         piweb_ms=imp["median_ms"],
         pi_ms=pi_open,
     )
@@ -867,8 +847,8 @@ def main() -> None:
         "--sizes", help="entry counts of the generated 5%%-branching files (default 1k,10k,100k; --quick: 1k,10k)"
     )
     ap.add_argument("--linear", help="sizes of linear files (--branch-prob 0); default: the largest size")
-    ap.add_argument("--seed", type=int, default=1, help="gen_session.py seed (default 1, as in pi-baseline's README)")
-    ap.add_argument("--no-fixture", action="store_true", help="skip shared/fixtures/pi/large-session.jsonl")
+    ap.add_argument("--seed", type=int, default=1, help="tests/generate.py's seed (default 1)")
+    ap.add_argument("--no-fixture", action="store_true", help="skip pi's tests/fixtures/pi/large-session.jsonl")
     ap.add_argument("--quick", action="store_true", help="small sizes, fewer repetitions")
     ap.add_argument("--database-url", help="bench this database (e.g. postgres://...) instead of a fresh SQLite file")
     ap.add_argument("--db-path", type=Path, default=OUT / "bench.sqlite3", help="the SQLite file (recreated)")
@@ -896,17 +876,13 @@ def main() -> None:
     linear = [parse_size(s) for s in args.linear.split(",") if s] if args.linear is not None else [max(sizes)]
 
     OUT.mkdir(parents=True, exist_ok=True)
-    args.baseline = pi_baseline_dir()
+    args.pi_dir = install()
     files: list[tuple[str, Path, int, bool]] = []
     for n in sizes:
-        files.append(
-            (f"{size_label(n)} b0.05", generated_file(args.baseline, n, linear=False, seed=args.seed), n, False)
-        )
+        files.append((f"{size_label(n)} b0.05", generated_file(n, linear=False, seed=args.seed), n, False))
     for n in linear:
-        files.append(
-            (f"{size_label(n)} linear", generated_file(args.baseline, n, linear=True, seed=args.seed), n, True)
-        )
-    if not args.no_fixture and FIXTURE.exists():
+        files.append((f"{size_label(n)} linear", generated_file(n, linear=True, seed=args.seed), n, True))
+    if not args.no_fixture:
         files.append(("large-session (v1)", FIXTURE, sum(1 for _ in FIXTURE.open("rb")) - 1, False))
 
     if not args.database_url:
@@ -943,7 +919,7 @@ def main() -> None:
         "rows": [],
     }
     for name, path, n, is_linear in files:
-        pi = run_pi(args.baseline, path, args)
+        pi = run_pi(args.pi_dir, path, args)
         results["env"].setdefault("pi", pi.get("env", {}).get("pi"))
         results["env"].setdefault("node", pi.get("env", {}).get("node"))
         pw = bench_piweb(path, pi, args)

@@ -2,8 +2,8 @@
 
 Usage: .venv/bin/python bench/bench_ui.py [--db /tmp/piweb-bench-ui.sqlite3] [--keep]
 
-Imports shared/fixtures/pi/large-session.jsonl and a generated 100k-entry session
-(gen_session.py --entries 100000 --branch-prob 0.05 --compactions 100 --labels 500 --seed 1) into a
+Imports pi's tests/fixtures/pi/large-session.jsonl and a generated 100k-entry session
+(tests/generate.py --entries 100000 --branch-prob 0.05 --compactions 100 --labels 500 --seed 1) into a
 scratch database, then times requests through Django's test client (server time: the whole
 request/response cycle in-process, no network). The process is warmed on a tiny session first, so
 template compilation and imports are not counted; every figure is the first request for that URL.
@@ -16,15 +16,15 @@ import argparse
 import os
 import re
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
-GEN = SHARED / "bench" / "pi-baseline" / "gen_session.py"
-LARGE = SHARED / "fixtures" / "pi" / "large-session.jsonl"
+sys.path.insert(0, str(ROOT))
+
+from tests.generate import generate  # noqa: E402  (the repository's root on sys.path first)
+from tests.paths import LARGE_SESSION  # noqa: E402
 
 
 def main() -> None:
@@ -38,7 +38,6 @@ def main() -> None:
             for suffix in ("", "-wal", "-shm"):
                 Path(args.db + suffix).unlink(missing_ok=True)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "piweb.settings")
-    sys.path.insert(0, str(ROOT))
     import django
 
     django.setup()
@@ -59,13 +58,9 @@ def main() -> None:
     user, _ = User.objects.get_or_create(username="bench-ui")
     generated = Path(args.db).with_suffix(".100k.jsonl")
     if not generated.exists():
-        subprocess.run(
-            [sys.executable, str(GEN), "--entries", "100000", "--branch-prob", "0.05", "--compactions", "100",
-             "--labels", "500", "--seed", "1", "--out", str(generated)],
-            check=True, capture_output=True,
-        )  # fmt: skip
+        generated.write_bytes(generate(100_000, seed=1, branch_prob=0.05, compactions=100, labels=500))
     sessions = {}
-    for name, path in (("large-session.jsonl", LARGE), ("generated 100k", generated)):
+    for name, path in (("large-session.jsonl", LARGE_SESSION), ("generated 100k", generated)):
         data = path.read_bytes()
         started = time.perf_counter()
         result = pipeline.session_import(owner=user, data=data)

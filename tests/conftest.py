@@ -1,12 +1,10 @@
-"""Shared fixtures: alice owns, bob is another user; real services build the data."""
+"""Shared fixtures: alice owns, bob is another user; real services build the data.
+
+The hooks of tests/needs.py skip (or, under PIWEB_REQUIRE_ALL_TESTS=1, fail) the oracle and browser
+tests whose tools are missing."""
 
 from __future__ import annotations
 
-import fcntl
-import os
-import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,7 +13,11 @@ import pytest
 from django.db.models.signals import post_migrate
 from django.test import Client
 
-from tests.paths import BASELINE_SRC, ROOT
+from tests.generate import generate
+from tests.needs import pytest_collection_modifyitems as pytest_collection_modifyitems
+from tests.needs import pytest_runtest_setup as pytest_runtest_setup
+from tests.oracle import install
+from tests.paths import ROOT
 
 (ROOT / "var").mkdir(exist_ok=True)  # the SQLite test database lives there
 
@@ -104,44 +106,21 @@ def htmx_client(alice):
 
 
 @pytest.fixture(scope="session")
-def pi_baseline() -> Path:
-    """A directory where the real pi (npm) is installed, for oracle comparisons.
-
-    PIWEB_PI_BASELINE points at one; otherwise shared/bench/pi-baseline is copied to var/ and
-    `npm install`ed once (the npm registry is reachable wherever the tests run).
-    """
-    configured = os.environ.get("PIWEB_PI_BASELINE")
-    target = Path(configured) if configured else ROOT / "var" / "pi-baseline"
-    marker = target / "node_modules" / "@mariozechner" / "pi-coding-agent"
-    if marker.exists():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with (target.parent / ".pi-baseline.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not marker.exists():
-            shutil.copytree(BASELINE_SRC, target, dirs_exist_ok=True)
-            for path in [target, *target.rglob("*")]:
-                path.chmod(path.stat().st_mode | 0o200)
-            subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"], cwd=target, check=True)
-    return target
+def pi_install() -> Path:
+    """The folder where the real pi (npm) is installed, for oracle comparisons: tests/oracle/pi/
+    `npm ci`ed into var/pi/ (see tests/oracle/install.py)."""
+    return install.install()
 
 
 @pytest.fixture(scope="session")
-def generated(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., bytes]:
-    """make(entries, seed, **options) -> a pi v3 session file from gen_session.py (cached)."""
+def generated() -> Callable[..., bytes]:
+    """make(entries, seed, **options) -> a pi v3 session file from tests/generate.py (cached)."""
     cache: dict[tuple[Any, ...], bytes] = {}
-    folder = tmp_path_factory.mktemp("generated")
 
     def make(entries: int = 40, seed: int = 1, **options: Any) -> bytes:
         key = (entries, seed, *sorted(options.items()))
         if key not in cache:
-            out = folder / f"session-{len(cache)}.jsonl"
-            args = [sys.executable, str(BASELINE_SRC / "gen_session.py"), "--entries", str(entries)]
-            args += ["--seed", str(seed), "--out", str(out)]
-            for name, value in options.items():
-                args += [f"--{name.replace('_', '-')}", str(value)]
-            subprocess.run(args, check=True, capture_output=True)
-            cache[key] = out.read_bytes()
+            cache[key] = generate(entries, seed, **options)
         return cache[key]
 
     return make

@@ -1,4 +1,7 @@
-"""Browser tests: Playwright's sync API driving Debian's Chromium against pytest-django's live server."""
+"""Browser tests: Playwright's sync API driving Debian's Chromium against pytest-django's live server.
+
+Without /usr/bin/chromium (or PIWEB_CHROMIUM) or the playwright package they are skipped, with the
+reason (tests/needs.py); .ci/run makes that a failure."""
 
 from __future__ import annotations
 
@@ -6,6 +9,8 @@ import os
 from collections.abc import Iterator
 
 import pytest
+
+from tests.needs import CHROMIUM
 
 ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -23,7 +28,7 @@ def browser() -> Iterator[object]:
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     try:
         with sync_playwright() as p:
-            b = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+            b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
             yield b
             b.close()
     finally:

@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from sessions_app.models import Session
 from sessions_app.store import services
 from tests.browser.shots import shot
-from tests.paths import FIXTURES
+from tests.paths import LARGE_SESSION
 from tests.xss import ALL, hostile_payloads
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -45,7 +45,7 @@ def test_import_search_fold_and_open(login, live_server, tmp_path):
     page = login()
     shot(page, "list-empty-light")
     with page.expect_response(lambda r: "/import/" in r.url):
-        page.set_input_files("#import-files", str(FIXTURES / "large-session.jsonl"))
+        page.set_input_files("#import-files", str(LARGE_SESSION))
     page.wait_for_selector(".import-result.ok")
     assert "imported" in page.inner_text("#import-results")
     page.wait_for_selector("#session-table td.name a")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import math
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,9 +16,7 @@ import pytest
 from sessions_app.core import compaction as c
 from sessions_app.core import intake
 from sessions_app.core.tree import Node, index, node_from_entry
-
-FIXTURE = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "pi" / "large-session.jsonl"
-
+from tests.paths import LARGE_SESSION
 
 # --- builders ----------------------------------------------------------------------------------
 
@@ -275,7 +272,7 @@ def test_the_large_fixture_cut_matches_pi():
 
 
 def _fixture_nodes() -> list[Node]:
-    read = intake.read_file(FIXTURE.read_bytes())
+    read = intake.read_file(LARGE_SESSION.read_bytes())
     assert not read.problems
     return [node_from_entry(p.line.data) for p in read.placed]
 

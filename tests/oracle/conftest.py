@@ -1,57 +1,48 @@
-"""Oracle fixtures: the real pi, sessions generated with the baseline's generator, and pi's answers
-about every static file (generated, hand-written, the v1 fixture) from one node process."""
+"""Oracle fixtures: the real pi, sessions from tests/generate.py, and pi's answers about every static
+file (generated, hand-written, pi's v1 fixture) from one node process."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.generate import generate
 from tests.oracle.oracle import (
-    GEN_SESSION,
     GENERATED,
     LARGE,
     LARGE_INDEXES,
     MISSING,
     OWN,
-    OWN_FIXTURES,
     PiOracle,
     StaticFile,
     entry_objects,
     interesting_leaves,
     read_lines,
 )
-
-pytestmark = pytest.mark.oracle
+from tests.paths import HANDMADE
 
 
 @pytest.fixture(scope="session")
-def pi_oracle(pi_baseline: Path) -> PiOracle:
-    return PiOracle(pi_baseline)
+def pi_oracle(pi_install: Path) -> PiOracle:
+    return PiOracle(pi_install)
 
 
 @pytest.fixture(scope="session")
 def generated_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("generated")
     files = {}
-    for g in GENERATED:
-        out = folder / f"{g.name}.jsonl"
-        subprocess.run(
-            [sys.executable, str(GEN_SESSION), "--entries", str(g.entries), "--branch-prob", str(g.branch_prob),
-             "--compactions", str(g.compactions), "--labels", str(g.labels), "--seed", str(g.seed),
-             *g.extra, "--out", str(out)],
-            check=True, capture_output=True,
-        )  # fmt: skip
-        files[g.name] = out
+    for name, options in GENERATED.items():
+        out = folder / f"{name}.jsonl"
+        out.write_bytes(generate(**options))
+        files[name] = out
     return files
 
 
 @pytest.fixture(scope="session")
 def static_files(generated_files: dict[str, Path], pi_oracle: PiOracle) -> dict[str, StaticFile]:
     """Every static file with pi's answers, all from a single node process."""
-    paths = {**generated_files, **{name: OWN_FIXTURES / name for name in OWN}, "large-session": LARGE}
+    paths = {**generated_files, **{name: HANDMADE / name for name in OWN}, "large-session": LARGE}
     files: dict[str, StaticFile] = {}
     jobs = []
     for name, path in paths.items():

@@ -1,15 +1,13 @@
 """Running the real pi (the oracle) and comparing its answers with piweb's.
 
-pi_batch.mjs answers many questions about a session file in one node process; validate.mjs is the
-baseline's structural checker. Both run from the pi-baseline directory where the npm package is
-installed (ESM resolves packages relative to the script's own location).
+tests/oracle/pi/pi_batch.mjs answers many questions about a session file in one node process;
+tests/oracle/pi/check.mjs tells whether files are ones pi itself could have written. Both run from
+copies inside the folder where the npm package is installed (tests/oracle/install.py).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import random
 import subprocess
 from collections import defaultdict
@@ -26,28 +24,15 @@ from sessions_app.core.tree import Node, node_from_entry
 from sessions_app.models import Session
 from sessions_app.store import selectors
 from sessions_app.web.schemas import SessionOut
-
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent.parent
-SHARED = ROOT.parent / "shared"
-PI_FIXTURES = SHARED / "fixtures" / "pi"
-GEN_SESSION = SHARED / "bench" / "pi-baseline" / "gen_session.py"
-OWN_FIXTURES = ROOT / "tests" / "fixtures" / "pi"
+from tests.oracle.install import placed
+from tests.paths import HANDMADE, LARGE_SESSION, PI_PACKAGE
 
 
 class PiOracle:
-    def __init__(self, baseline: Path) -> None:
-        self.baseline = baseline
-        source = (HERE / "pi_batch.mjs").read_bytes()
-        folder = baseline / ".piweb-oracle"
-        folder.mkdir(exist_ok=True)
-        # Content-addressed name: concurrent runs and older copies never clash.
-        self.script = folder / f"pi_batch-{hashlib.sha256(source).hexdigest()[:12]}.mjs"
-        if not self.script.exists() or self.script.read_bytes() != source:
-            tmp = folder / f".{self.script.name}.{os.getpid()}.tmp"
-            tmp.write_bytes(source)
-            tmp.replace(self.script)
-        self.validator = baseline / "validate.mjs"
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder  # where the package is installed
+        self.script = placed(PI_PACKAGE / "pi_batch.mjs", folder)
+        self.checker = placed(PI_PACKAGE / "check.mjs", folder)
 
     def batch(self, jobs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """One node process answering every job (see pi_batch.mjs for the fields)."""
@@ -55,7 +40,7 @@ class PiOracle:
             ["node", str(self.script)],
             input=json.dumps({"jobs": list(jobs)}).encode(),
             capture_output=True,
-            cwd=self.baseline,
+            cwd=self.folder,
             check=False,
         )
         assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-4000:]
@@ -75,26 +60,26 @@ class PiOracle:
                 results[i] = result
         return results
 
-    def validate(self, files: Sequence[Path]) -> tuple[int, list[dict[str, Any]]]:
-        """validate.mjs over the files: (exit code, one report per file)."""
+    def check(self, files: Sequence[Path]) -> tuple[int, list[dict[str, Any]]]:
+        """check.mjs over the files: (exit code, one report per file)."""
         proc = subprocess.run(
-            ["node", str(self.validator), *map(str, files)],
+            ["node", str(self.checker), *map(str, files)],
             capture_output=True,
-            cwd=self.baseline,
+            cwd=self.folder,
             check=False,
         )
         reports = [json.loads(line) for line in proc.stdout.decode().splitlines() if line.strip()]
         assert len(reports) == len(files), proc.stderr.decode(errors="replace")[-4000:]
         return proc.returncode, reports
 
-    def batch_and_validate(
+    def batch_and_check(
         self, jobs: Sequence[Mapping[str, Any]], files: Sequence[Path]
     ) -> tuple[list[dict[str, Any]], tuple[int, list[dict[str, Any]]]]:
         """Both at once (two node processes side by side)."""
         with ThreadPoolExecutor(2) as pool:
             batched = pool.submit(self.batch, jobs)
-            validated = pool.submit(self.validate, files)
-            return batched.result(), validated.result()
+            checked = pool.submit(self.check, files)
+            return batched.result(), checked.result()
 
 
 # --- reading files ---------------------------------------------------------------------------
@@ -260,26 +245,19 @@ def jobs_for(files: Iterable[tuple[Path, Sequence[str | None]]], **flags: bool) 
     return [{"file": str(path), "leaves": list(leaves), **flags} for path, leaves in files]
 
 
-@dataclass(frozen=True)
-class Generated:
-    name: str
-    entries: int
-    branch_prob: float
-    compactions: int
-    labels: int
-    seed: int
-    extra: tuple[str, ...] = ()
-
-
-GENERATED = [
-    Generated("branchy", 1500, 0.3, 4, 40, 11),
-    Generated("compacted", 2000, 0.05, 10, 20, 12),
-    Generated("linear", 1200, 0.0, 3, 15, 13),
-    Generated("summaries", 800, 0.15, 6, 25, 14, ("--branch-summary-prob", "0.7", "--far-jump-prob", "0.5")),
-    Generated("small", 200, 0.1, 3, 10, 15, ("--cwd", "/home/dev/é space")),
-]
-OWN = sorted(p.name for p in OWN_FIXTURES.glob("*.jsonl"))
-LARGE = PI_FIXTURES / "large-session.jsonl"
+GENERATED: dict[str, dict[str, Any]] = {  # name -> tests/generate.py's options
+    "branchy": {"entries": 1500, "branch_prob": 0.3, "compactions": 4, "labels": 40, "seed": 11},
+    "compacted": {"entries": 2000, "branch_prob": 0.05, "compactions": 10, "labels": 20, "seed": 12},
+    "linear": {"entries": 1200, "branch_prob": 0.0, "compactions": 3, "labels": 15, "seed": 13},
+    "summaries": {"entries": 800, "branch_prob": 0.15, "compactions": 6, "labels": 25, "seed": 14,
+                  "branch_summary_prob": 0.7, "far_jump_prob": 0.5},
+    "small": {"entries": 200, "branch_prob": 0.1, "compactions": 3, "labels": 10, "seed": 15,
+              "cwd": "/home/dev/é space"},
+    "customs": {"entries": 600, "branch_prob": 0.1, "compactions": 2, "labels": 10, "seed": 16,
+                "custom_prob": 0.25},
+}  # fmt: skip
+OWN = sorted(p.name for p in HANDMADE.glob("*.jsonl"))
+LARGE = LARGE_SESSION
 LARGE_INDEXES = [0, 1, 2, 3, 10, 100, 250, 500, 833, 836, 837, 1000, 1016, 1017]
 
 

@@ -1,13 +1,14 @@
 """Session files imported into piweb read exactly as the real pi reads them.
 
 Covers generated v3 sessions (branching, compactions, labels, session names), hand-written fixtures
-for every format case (tests/fixtures/pi: v1 migration incl. odd firstKeptEntryIndex values, v2
+for every format case (tests/fixtures/handmade: v1 migration incl. odd firstKeptEntryIndex values, v2
 hookMessage, duplicated header, custom messages, root branch summary, unknown entry types, numbers,
-integer-like keys) and pi's own v1 fixture (large-session.jsonl).
+integer-like keys) and pi's own v1 fixture (tests/fixtures/pi/large-session.jsonl).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ from tests.oracle.oracle import (
 
 pytestmark = [pytest.mark.oracle, pytest.mark.django_db]
 
-ALL = [g.name for g in GENERATED] + OWN + ["large-session"]
+ALL = [*GENERATED, *OWN, "large-session"]
 MIGRATED = [name for name in OWN if name.startswith(("v1-", "v2-"))] + ["large-session"]
 _ID_FIELD = re.compile(r'"(id|parentId|firstKeptEntryId)":"([^"\\]*)"')
 
@@ -151,3 +152,48 @@ def test_pi_opens_piweb_exports_of_migrated_files_as_piweb_shows_them(
         assert_same_json(piweb_context(session), pi["leafContext"], f"{name} export: context at the leaf")
         assert_tree_matches(session, pi["tree"], f"{name} export")
         assert_listing_matches(session, pi, f"{name} export")
+
+
+def test_generated_files_are_ones_pi_could_have_written(generated_files: dict[str, Path], pi_oracle: PiOracle) -> None:
+    """tests/generate.py's files pass check.mjs, and between them hold every entry type pi writes."""
+    code, reports = pi_oracle.check(list(generated_files.values()))
+    assert code == 0, [r for r in reports if not r["ok"]]
+    types = {kind for report in reports for kind in report["counts"]}
+    assert types == {
+        "message:user", "message:assistant", "message:toolResult", "model_change", "thinking_level_change",
+        "compaction", "branch_summary", "label", "session_info", "custom", "custom_message",
+    }  # fmt: skip
+
+
+def test_the_check_finds_what_pi_would_not_write(
+    generated_files: dict[str, Path], pi_oracle: PiOracle, tmp_path: Path
+) -> None:
+    lines = generated_files["small"].read_bytes().decode().splitlines(keepends=True)
+    entries = [json.loads(line) for line in lines[1:]]
+    result = next(i for i, e in enumerate(entries) if e["type"] == "message" and e["message"]["role"] == "toolResult")
+    compaction = next(i for i, e in enumerate(entries) if e["type"] == "compaction")
+    broken = {
+        "dangling": [e for i, e in enumerate(entries) if i != 5],
+        "unanswered": [_with(e, message={**e["message"], "toolCallId": "toolu_nobody"}) if i == result else e
+                       for i, e in enumerate(entries)],
+        "kept-below": [_with(e, firstKeptEntryId=entries[-1]["id"]) if i == compaction else e
+                       for i, e in enumerate(entries)],
+    }  # fmt: skip
+    files = []
+    for name, changed in broken.items():
+        files.append(tmp_path / f"{name}.jsonl")
+        files[-1].write_text(lines[0] + "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in changed))
+    files.append(tmp_path / "not-json.jsonl")
+    files[-1].write_text("".join(lines[:3]) + "{not json\n" + "".join(lines[3:]))
+    code, reports = pi_oracle.check(files)
+    assert code == 1
+    errors = {Path(r["file"]).stem: r["errors"] for r in reports}
+    assert errors["unanswered"] == [f"{entries[result]['id']}: answers toolu_nobody, not called above"]
+    assert errors["not-json"] == [f"pi kept {len(entries)} entries of {len(entries) + 1} lines"]
+    # what follows from the first error is reported too
+    assert errors["dangling"][0] == f"{entries[6]['id']}: parent {entries[5]['id']} is not in the file"
+    assert errors["kept-below"][0] == f"{entries[compaction]['id']}: firstKeptEntryId is not above it"
+
+
+def _with(entry: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    return {**entry, **fields}

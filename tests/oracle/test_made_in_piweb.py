@@ -157,7 +157,7 @@ def test_conversation_and_its_fork_open_in_pi_as_in_piweb(alice: Any, pi_oracle:
     fork = services.session_fork(session=session, entry_id=fork_at, owner=alice)
     fork_path, fork_data = _write(fork, tmp_path)
 
-    (pi, pi_of_fork), (code, reports) = pi_oracle.batch_and_validate(
+    (pi, pi_of_fork), (code, reports) = pi_oracle.batch_and_check(
         [_job(path, data, session, forks=[fork_at]), _job(fork_path, fork_data, fork)], [path, fork_path]
     )
     assert code == 0, reports
@@ -199,10 +199,10 @@ def test_several_roots_and_a_null_leaf_read_as_in_pi(alice: Any, pi_oracle: PiOr
     session = _roots(alice)
     assert session.leaf_id is None
     path, data = _write(session, tmp_path)
-    (pi,), (code, (report,)) = pi_oracle.batch_and_validate([_job(path, data, session)], [path])
-    # validate.mjs wants a single root: this session has three, and that is all it objects to.
+    (pi,), (code, (report,)) = pi_oracle.batch_and_check([_job(path, data, session)], [path])
+    # check.mjs wants a single root: this session has three, and that is all it objects to.
     assert code == 1
-    assert report["errors"] == ["roots=3"]
+    assert report["errors"] == ["3 roots, not 1"]
     assert pi["tree"]["roots"] == [n.id for n in nodes_of(data) if n.parent_id is None]
     assert pi["info"]["name"] is None
     _check(session, data, pi, "roots")
@@ -211,7 +211,7 @@ def test_several_roots_and_a_null_leaf_read_as_in_pi(alice: Any, pi_oracle: PiOr
 def test_demo_sessions_open_in_pi_as_in_piweb(alice: Any, pi_oracle: PiOracle, tmp_path: Path) -> None:
     sessions = demo.demo_sessions_create(owner=alice)
     written = [_write(s, tmp_path) for s in sessions]
-    results, (code, reports) = pi_oracle.batch_and_validate(
+    results, (code, reports) = pi_oracle.batch_and_check(
         [_job(path, data, s) for s, (path, data) in zip(sessions, written, strict=True)], [p for p, _ in written]
     )
     assert code == 0, reports

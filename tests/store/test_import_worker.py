@@ -26,11 +26,10 @@ from sessions_app.models import Entry, Session
 from sessions_app.store import rows, selectors, services
 from sessions_app.store.importing import pipeline, worker
 from sessions_app.store.importing.worker_client import WorkerRun
-from tests.paths import FIXTURES
+from tests.paths import HANDMADE, LARGE_SESSION
 
 pytestmark = pytest.mark.django_db
 
-OWN = Path(__file__).resolve().parents[1] / "fixtures" / "pi"
 SESSION_FIELDS = (
     "public_id", "header_raw", "extra_headers", "cwd", "created", "leaf_id", "name", "message_count",
     "first_message", "modified_ms", "last_seq", "entries_digest", "source_bytes", "source_sha256", "import_report",
@@ -73,13 +72,12 @@ def test_the_worker_stores_what_this_process_stores(alice, generated, options):
 
 @pytest.mark.parametrize("name", ["v3-shapes.jsonl", "v3-dup-header.jsonl", "v3-dup-flush.jsonl"])
 def test_format_fixtures_come_out_the_same(alice, name):
-    in_process, by_worker = _import_both_ways(alice, (OWN / name).read_bytes())
+    in_process, by_worker = _import_both_ways(alice, (HANDMADE / name).read_bytes())
     assert by_worker == in_process
 
 
-@pytest.mark.skipif(not (FIXTURES / "large-session.jsonl").exists(), reason="pi's fixtures are not on this machine")
 def test_a_migrated_v1_file_comes_out_the_same(alice):
-    data = (FIXTURES / "large-session.jsonl").read_bytes()
+    data = LARGE_SESSION.read_bytes()
     result = pipeline.session_import(owner=alice, data=data, builder="process")
     in_process = _snapshot(result.session)
     services.session_delete(session=result.session)

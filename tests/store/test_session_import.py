@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -14,11 +13,10 @@ from sessions_app.models import Entry, Session
 from sessions_app.store import selectors, services
 from sessions_app.store.importing import pipeline
 from tests.builders import HEX8, SESSION_ID, assistant, chain, entry, header, jsonl, user
+from tests.paths import LARGE_SESSION
 from tests.store.helpers import assert_tree, counts, export_bytes, nodes, rows
 
 pytestmark = pytest.mark.django_db
-
-LARGE = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "pi" / "large-session.jsonl"
 
 
 @pytest.fixture
@@ -75,7 +73,7 @@ def test_listing_and_labels_and_context_follow_pi(alice, branched):
 
 
 def test_a_v1_file_is_migrated_into_one_chain(alice):
-    data = LARGE.read_bytes()
+    data = LARGE_SESSION.read_bytes()
     result = pipeline.session_import(owner=alice, data=data)
     assert (result.created, result.added, result.version) == (True, 1018, 1)
     session = result.session

@@ -1,4 +1,4 @@
-"""API fixtures: a small session built with the real services, generated pi files, token clients."""
+"""API fixtures: a small session built with the real services, token clients."""
 
 from __future__ import annotations
 
@@ -9,9 +9,6 @@ from sessions_app.access.api_tokens import api_token_create
 from sessions_app.models import Session
 from sessions_app.store import services
 from tests.builders import assistant, user
-from tests.paths import BASELINE_SRC
-
-GEN_SESSION = BASELINE_SRC / "gen_session.py"
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from sessions_app.models import Session
-from tests.paths import FIXTURES
+from tests.paths import LARGE_SESSION
 from tests.web.api.helpers import url
 
 pytestmark = pytest.mark.django_db
@@ -31,7 +31,7 @@ def test_export_of_an_imported_v3_file_is_byte_identical(alice_client, generated
 
 
 def test_export_of_the_real_v1_fixture_is_migrated_to_v3(alice_client):
-    data = (FIXTURES / "large-session.jsonl").read_bytes()
+    data = LARGE_SESSION.read_bytes()
     response = alice_client.post(url(suffix="/import"), {"file": SimpleUploadedFile("large.jsonl", data)})
     assert response.status_code == 201
     assert response.json()["version"] == 1

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from sessions_app.models import Entry
 from sessions_app.store import services
 from sessions_app.store.importing import pipeline
-from tests.paths import BASELINE_SRC, FIXTURES
+from tests.paths import LARGE_SESSION
 from tests.worlds import detail
 from tests.xss import ALL, assert_no_live_payload, hostile_payloads, session_file
 
@@ -78,12 +74,9 @@ def test_the_session_page_has_bounded_queries_small(alice_client, tree, django_a
 
 
 @pytest.fixture
-def big(alice, tmp_path: Path):
-    out = tmp_path / "big.jsonl"
-    args = [sys.executable, str(BASELINE_SRC / "gen_session.py"), "--entries", "4000", "--branch-prob", "0.05",
-            "--compactions", "4", "--labels", "40", "--seed", "3", "--out", str(out)]  # fmt: skip
-    subprocess.run(args, check=True, capture_output=True)
-    return pipeline.session_import(owner=alice, data=out.read_bytes()).session
+def big(alice, generated):
+    data = generated(4000, seed=3, branch_prob=0.05, compactions=4, labels=40)
+    return pipeline.session_import(owner=alice, data=data).session
 
 
 def test_the_session_page_has_bounded_queries_large(alice_client, big, django_assert_max_num_queries):
@@ -115,7 +108,7 @@ def test_the_session_page_has_bounded_queries_large(alice_client, big, django_as
 
 
 def test_the_real_pi_fixture_renders(alice_client, alice, django_assert_max_num_queries):
-    data = (FIXTURES / "large-session.jsonl").read_bytes()
+    data = LARGE_SESSION.read_bytes()
     s = pipeline.session_import(owner=alice, data=data).session
     with django_assert_max_num_queries(16 + CHAT_QUERIES + NAV_QUERIES):
         r = alice_client.get(f"/sessions/{s.public_id}/")

@@ -2,7 +2,7 @@
 // @mariozechner/pi-coding-agent) makes of session files, many questions per file, one process.
 //
 // ESM resolves packages relative to this script, so it must sit inside a directory where the
-// package is installed (the tests copy it into the pi-baseline dir).
+// package is installed (tests/oracle/install.py places a copy in var/pi/).
 //
 // Usage:
 //   node pi_batch.mjs FILE [LEAF...]        one file; LEAF "null" = null leaf, "-" = no leaf (last entry)
