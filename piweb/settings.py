@@ -70,6 +70,37 @@ PIWEB_CHAIN_KEY = env_secret("PIWEB_CHAIN_KEY") or hashlib.sha256(f"piweb-chain:
 ALLOWED_HOSTS = [h.strip() for h in env_str("PIWEB_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",")]
 CSRF_TRUSTED_ORIGINS = [o for o in env_str("PIWEB_CSRF_TRUSTED_ORIGINS").split(",") if o]
 
+# Behind a TLS-terminating proxy (README, "Running in production"). PIWEB_TLS_PROXY: trust the
+# proxy's X-Forwarded-Proto. PIWEB_HTTPS: the site is served over HTTPS only (secure cookies,
+# redirects to HTTPS, HSTS). With neither, everything works over plain HTTP.
+if env_bool("PIWEB_TLS_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+HTTPS = env_bool("PIWEB_HTTPS", False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS
+SECURE_SSL_REDIRECT = HTTPS
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # load balancers probe over plain HTTP
+SECURE_HSTS_SECONDS = env_int("PIWEB_HSTS_SECONDS", 31_536_000 if HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("PIWEB_HSTS_INCLUDE_SUBDOMAINS", HTTPS)
+SECURE_HSTS_PRELOAD = env_bool("PIWEB_HSTS_PRELOAD", HTTPS)
+X_FRAME_OPTIONS = "DENY"
+
+# Content-Security-Policy (django-csp): the app's pages load only their own scripts and styles, no
+# inline script or style, no eval (htmx's hx-on handlers live in static/piweb/app.js).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "font-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+
 INSTALLED_APPS = [
     "daphne",
     "django.contrib.admin",
@@ -78,6 +109,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "csp",
     "channels",
     "django_htmx",
     "template_partials",
@@ -87,6 +119,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "piweb.staticfiles.StaticFilesMiddleware",  # WhiteNoise
+    "csp.middleware.CSPMiddleware",
     "sessions_app.access.audit.request_context_middleware",  # request.id, X-Request-ID, audit context
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -178,7 +212,16 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "var" / "static"
+STATIC_ROOT = Path(env_str("PIWEB_STATIC_ROOT", str(BASE_DIR / "var" / "static")))
+# WhiteNoise serves what collectstatic put in STATIC_ROOT: compressed, under hashed names, cached
+# for a year. Without collectstatic, pages still render (piweb/staticfiles.py falls back to the
+# plain names) and WhiteNoise serves the files from the app's folders (WHITENOISE_USE_FINDERS).
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "piweb.staticfiles.ManifestWithFallback"},
+}
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
 
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024

@@ -5,8 +5,11 @@ from django.urls import include, path
 
 from piweb.api import api
 from sessions_app.access.signin import SignInView
+from sessions_app.web.health import favicon, healthz
 
 urlpatterns = [
+    path("healthz", healthz, name="healthz"),
+    path("favicon.ico", favicon),  # for pages that name none (plain-text errors, downloads)
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     path("accounts/login/", SignInView.as_view(), name="login"),  # rate-limited sign-in

@@ -91,12 +91,13 @@ def _blocks(partial: Mapping[str, Any] | None) -> list[dict[str, Any]]:
 
 
 def stream_bubble(*, session_id: str, turn: str, model: str, partial: Mapping[str, Any] | None = None) -> str:
-    """A streaming reply: removes any copy the page has, then appends a fresh one to #chat-streaming."""
+    """A streaming reply, appended to #chat-streaming (the page keeps the last copy of each id:
+    static/piweb/app.js, so a repeated frame replaces the copy it had)."""
     body = render_to_string(
         "sessions_app/chat/stream.html",
         {"session_id": session_id, "turn": turn, "model": model, "blocks": _blocks(partial)},
     )
-    return f'<div id="turn-{turn}" hx-swap-oob="delete"></div><div hx-swap-oob="beforeend:#chat-streaming">{body}</div>'
+    return f'<div hx-swap-oob="beforeend:#chat-streaming">{body}</div>'
 
 
 def snapshot(
@@ -131,10 +132,7 @@ def entry(event: events.EntryEvent, session: Session | None = None) -> str:
     if linear:
         if _visible(event["entry_type"], event["raw"]):
             html = _message_html(event["session"], event["entry_id"], event["raw"])
-            parts.append(
-                f'<div id="chat-e-{escape(event["entry_id"])}" hx-swap-oob="delete"></div>'
-                f'<div hx-swap-oob="beforeend:#chat-log">{html}</div>'
-            )
+            parts.append(f'<div hx-swap-oob="beforeend:#chat-log">{html}</div>')
     elif on_path and session is not None:
         parts.append(log(session))
     return "".join(parts)
@@ -182,5 +180,7 @@ def delta(*, turn: str, index: int, t: float, parts: Iterable[events.DeltaPart])
 
 
 def stream_end(event: events.StreamEndEvent) -> str:
-    """The streamed copy goes; the finished message arrives as a session.entry."""
-    return f'<div id="turn-{escape(event["turn"])}" hx-swap-oob="delete"></div>'
+    """The streamed copy goes (an empty copy, data-gone, appended last, takes its place and then
+    goes too: static/piweb/app.js); the finished message arrives as a session.entry. Frames only
+    append to containers every page has, so none targets an element the page may not have."""
+    return f'<div hx-swap-oob="beforeend:#chat-streaming"><div id="turn-{escape(event["turn"])}" data-gone></div></div>'

@@ -65,9 +65,20 @@ _ATTRS = {
     "span": {"class"},
     "div": {"class"},
     "code": {"class"},
-    "th": {"style"},
-    "td": {"style"},
 }
+# A table column's alignment: a class (the CSP allows no inline style), set by _align_classes.
+_ALIGN = {"align-left", "align-center", "align-right"}
+_CLASSES = {"th": _ALIGN, "td": _ALIGN}
+
+
+def _align_classes(state: Any) -> None:
+    """markdown-it writes a column's alignment as style="text-align:..."; make it a class."""
+    for token in state.tokens:
+        if token.type in ("th_open", "td_open"):
+            style = token.attrGet("style")
+            if isinstance(style, str) and style.startswith("text-align:"):
+                del token.attrs["style"]
+                token.attrSet("class", "align-" + style.removeprefix("text-align:"))
 
 
 def _highlight(code: str, lang: str, _attrs: Any) -> str:
@@ -84,6 +95,7 @@ def _highlight(code: str, lang: str, _attrs: Any) -> str:
 def _md() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.enable(["table", "strikethrough"])
+    md.core.ruler.push("align_classes", _align_classes)
     md.options["highlight"] = _highlight
     return md
 
@@ -93,6 +105,7 @@ def sanitize(html: str) -> str:
         html,
         tags=_TAGS,
         attributes=_ATTRS,
+        allowed_classes=_CLASSES,
         url_schemes={"http", "https", "mailto"},
         link_rel="noopener noreferrer nofollow",
     )

@@ -236,6 +236,22 @@
       if (leaf !== ex.dataset.sessionLeaf) notice(true);
     }, 120);
   }
+  // Frames append to #chat-log and #chat-streaming; of the elements with one id the last one wins
+  // (a repeated or replayed frame replaces the copy the page had), and an empty data-gone copy
+  // removes it.
+  function lastCopyWins(container) {
+    var seen = {};
+    Array.prototype.slice.call(container.children).reverse().forEach(function (el) {
+      if (!el.id) return;
+      if (seen[el.id]) el.remove();
+      else seen[el.id] = true;
+      if (el.hasAttribute("data-gone")) el.remove();
+    });
+  }
+  document.addEventListener("htmx:oobAfterSwap", function (ev) {
+    var t = ev.detail && ev.detail.target;
+    if (t && (t.id === "chat-log" || t.id === "chat-streaming")) lastCopyWins(t);
+  });
   document.addEventListener("htmx:wsAfterMessage", function () {
     onLive();
     var st = document.getElementById("chat-streaming");
@@ -252,6 +268,9 @@
   });
   document.addEventListener("htmx:afterRequest", function (ev) {
     var elt = ev.detail && ev.detail.elt;
+    // "Show all" buttons go once their full output has replaced the cut one (no hx-on: the CSP
+    // allows no eval).
+    if (elt && elt.hasAttribute && elt.hasAttribute("data-remove-after-request") && ev.detail.successful) elt.remove();
     var det = elt && elt.closest && elt.closest("details.chat-edit, details.chat-nav, details.chat-compact");
     if (det && ev.detail.successful) det.open = false;
   });

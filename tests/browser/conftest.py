@@ -1,4 +1,5 @@
-"""Browser tests: Playwright's sync API driving Debian's Chromium against pytest-django's live server.
+"""Browser tests: Playwright's sync API driving Debian's Chromium against piweb as deployed
+(tests/browser/harness.py), at a desktop and a phone size; any console error fails the test.
 
 Without /usr/bin/chromium (or PIWEB_CHROMIUM) or the playwright package they are skipped, with the
 reason (tests/needs.py); .ci/run makes that a failure."""
@@ -6,20 +7,47 @@ reason (tests/needs.py); .ci/run makes that a failure."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 
+from sessions_app.models import Session
+from sessions_app.store import services
+from tests.browser.harness import ARGS, VIEWPORTS, ConsoleLog, Server, collect_static, make_user, server_env
+from tests.browser.harness import sign_in as form_sign_in
 from tests.needs import CHROMIUM
 
-ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run",
-]  # fmt: skip
+
+@pytest.fixture(scope="session")
+def static_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("static")
+    collect_static(root)
+    return root
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
+def server(django_db_setup, django_db_blocker, static_root, tmp_path_factory) -> Iterator[str]:
+    """The URL of a daphne serving piweb with PIWEB_DEBUG=false on the test database."""
+    if os.environ.get("PIWEB_REDIS_URL"):
+        import redis
+
+        redis.Redis.from_url(os.environ["PIWEB_REDIS_URL"]).flushdb()
+    with django_db_blocker.unblock():
+        running = Server(server_env(static_root), tmp_path_factory.mktemp("server") / "daphne.log").start()
+    try:
+        yield running.url
+    finally:
+        running.stop()
+        logged = running.log.read_text(errors="replace")
+        if "Traceback" in logged:  # shown with the failures, for whoever reads them
+            print(f"--- {running.log}:\n{logged[-6000:]}")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
     """Module-scoped: Playwright's sync API runs an event loop in this thread until it stops, and
     the async tests that run after these need the thread back."""
     from playwright.sync_api import sync_playwright
@@ -35,25 +63,55 @@ def browser() -> Iterator[object]:
         os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
 
 
-@pytest.fixture
-def login(browser, live_server, django_user_model):
-    """login(theme="light") -> a page signed in as alice (through the real sign-in form)."""
-    django_user_model.objects.create_user("alice", password="alice-pw")
-    contexts = []
+@pytest.fixture(params=list(VIEWPORTS))
+def viewport(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
-    def make(theme: str = "light"):
-        ctx = browser.new_context(viewport={"width": 1400, "height": 900}, color_scheme=theme, accept_downloads=True)
-        contexts.append(ctx)
+
+@pytest.fixture
+def new_page(browser, viewport) -> Iterator[Callable[..., Any]]:
+    """new_page(theme="light") -> a page at this test's viewport; its console errors fail the test."""
+    made: list[tuple[Any, ConsoleLog]] = []
+
+    def make(theme: str = "light", **options: Any) -> Any:
+        ctx = browser.new_context(viewport=VIEWPORTS[viewport], color_scheme=theme, accept_downloads=True, **options)
         page = ctx.new_page()
+        page.set_default_timeout(20_000)  # waits on streams and imports, on 2 shared cores
+        page.console = ConsoleLog(page)
         page.dialogs = []
         page.on("dialog", lambda d: (page.dialogs.append(d.message), d.accept()))
-        page.goto(live_server.url + "/accounts/login/")
-        page.fill("input[name=username]", "alice")
-        page.fill("input[name=password]", "alice-pw")
-        page.click("button[type=submit]")
-        page.wait_for_url(live_server.url + "/")
+        made.append((ctx, page.console))
         return page
 
     yield make
-    for ctx in contexts:
+    unexpected = [error for _, log in made for error in log.unexpected()]
+    for ctx, _ in made:
         ctx.close()
+    assert unexpected == [], unexpected
+
+
+@pytest.fixture
+def login(new_page, server, db) -> Callable[..., Any]:
+    """login(theme="light", username="alice") -> a page signed in through the real sign-in form.
+    alice exists from the start; another user is made if missing (one made beforehand needs
+    harness.make_user and the password <name>-pw)."""
+    make_user("alice", "alice-pw")
+    passwords = {"alice": "alice-pw"}
+
+    def make(theme: str = "light", username: str = "alice") -> Any:
+        if username not in passwords:
+            passwords[username] = f"{username}-pw"
+            if not User.objects.filter(username=username).exists():
+                make_user(username, passwords[username])
+        return form_sign_in(new_page(theme), server, username, passwords[username])
+
+    return make
+
+
+@pytest.fixture(autouse=True)
+def _sessions_deleted_after(db):
+    """Transactional tests end with a flush (a plain DELETE on SQLite) that the append-only
+    trigger refuses; delete sessions through the service instead."""
+    yield
+    for leftover in Session.objects.all():
+        services.session_delete(session=leftover)

@@ -5,129 +5,26 @@ reading another branch is not pulled off it."""
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import connection
-from django.test import Client
 
 from sessions_app.core import jsjson
 from sessions_app.models import Entry, Session
 from sessions_app.store import services
+from tests.browser.harness import wait_until
 from tests.browser.shots import shot
 from tests.builders import stored_message
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-ROOT = Path(__file__).resolve().parents[2]
-TIMEOUT = 20_000  # ms, for waits on the stream (2 shared cores)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _child_env() -> dict[str, str]:
-    """The test database (file SQLite or PostgreSQL), this run's Redis if any, a visible demo stream."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PIWEB_") and k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
-    db = connection.settings_dict
-    if db["ENGINE"].endswith("sqlite3"):
-        env["PIWEB_SQLITE_PATH"] = str(db["NAME"])
-    else:
-        user = db.get("USER") or "postgres"
-        host, port = db.get("HOST") or "127.0.0.1", db.get("PORT") or 5432
-        env["PIWEB_DATABASE_URL"] = f"postgres://{user}@{host}:{port}/{db['NAME']}"
-    if os.environ.get("PIWEB_REDIS_URL"):
-        env["PIWEB_REDIS_URL"] = os.environ["PIWEB_REDIS_URL"]
-    env.update(
-        DJANGO_SETTINGS_MODULE="piweb.settings",
-        PIWEB_DEMO_DELAY="0.06",
-        PIWEB_JANITOR="0",
-        PIWEB_COMPACTION_KEEP_RECENT_TOKENS="40",
-        PIWEB_OPENAI_API_KEY="",
-        PIWEB_ANTHROPIC_API_KEY="",
-        PIWEB_LOG_LEVEL="WARNING",
-        PYTHONUNBUFFERED="1",
-    )
-    return env
-
-
-@pytest.fixture(scope="module")
-def server(django_db_setup, django_db_blocker) -> Iterator[str]:
-    """daphne serving piweb (and /static/) on a free port; with Redis, a turn worker too."""
-    if os.environ.get("PIWEB_REDIS_URL"):
-        import redis
-
-        redis.Redis.from_url(os.environ["PIWEB_REDIS_URL"]).flushdb()
-    with django_db_blocker.unblock():
-        env = _child_env()
-    port = _free_port()
-    args = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "tests.browser.asgi_static:application"]
-    procs = [subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)]
-    if env.get("PIWEB_REDIS_URL"):
-        worker = [sys.executable, "manage.py", "turn_worker"]
-        procs.append(subprocess.Popen(worker, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                assert time.monotonic() < deadline, "daphne did not start"
-                assert procs[0].poll() is None, procs[0].stderr.read().decode() if procs[0].stderr else ""
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-            if p.stderr is not None:
-                p.stderr.close()
 
 
 @pytest.fixture
-def chat_login(browser, server, django_user_model):
-    """chat_login(theme) -> a page signed in as alice on the daphne server (a database session
-    cookie: the test settings hash passwords with MD5, which daphne's settings do not accept)."""
-    alice = django_user_model.objects.create_user("alice", password="alice-pw")
-    contexts = []
-
-    def make(theme: str = "light"):
-        client = Client()
-        client.force_login(alice)
-        ctx = browser.new_context(viewport={"width": 1400, "height": 900}, color_scheme=theme)
-        ctx.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": server}])
-        contexts.append(ctx)
-        page = ctx.new_page()
-        page.set_default_timeout(TIMEOUT)
-        page.on("dialog", lambda d: d.accept())
-        return page
-
-    yield make
-    for ctx in contexts:
-        ctx.close()
-
-
-@pytest.fixture(autouse=True)
-def _sessions_deleted_after(db):
-    yield
-    for leftover in Session.objects.all():
-        services.session_delete(session=leftover)
+def viewport() -> str:
+    """Desktop only until the session page has its phone layout (the composer is cut off at 390 px)."""
+    return "desktop"
 
 
 def open_session(page, server: str, s: Session, query: str = "") -> None:
@@ -141,11 +38,11 @@ def last_entry(s: Session, **filters: Any) -> Entry:
     return entry
 
 
-def test_send_stream_stop_and_a_second_viewer(chat_login, server):
+def test_send_stream_stop_and_a_second_viewer(login, server):
     owner = User.objects.get(username="alice")
     s = services.session_create(owner=owner, name="Live chat")
-    a = chat_login("light")
-    b = chat_login("dark")
+    a = login("light")
+    b = login("dark")
     open_session(a, server, s)
     open_session(b, server, s)
     assert a.inner_text("#chat-presence") == "alice" == b.inner_text("#chat-presence")  # one name per user
@@ -156,7 +53,7 @@ def test_send_stream_stop_and_a_second_viewer(chat_login, server):
     a.click("#chat-composer [data-action=send]")
     for page in (a, b):
         page.wait_for_selector("#chat-streaming article.streaming .stream-block")
-    a.wait_for_function("document.querySelector('#chat-streaming .stream-block').textContent.length > 40")
+    wait_until(a, "document.querySelector('#chat-streaming .stream-block').textContent.length > 40")
     shot(a, "chat-streaming-light")
     shot(b, "chat-streaming-dark")
     assert b.locator("#chat-streaming b").count() == 0  # the echoed prompt stays text
@@ -173,7 +70,7 @@ def test_send_stream_stop_and_a_second_viewer(chat_login, server):
     a.fill("#composer-text", "Tell me a long story")
     a.keyboard.press("Control+Enter")
     b.wait_for_selector("#chat-streaming [data-action=stop]")
-    a.wait_for_function("document.querySelector('#chat-streaming .stream-block')?.textContent.length > 20")
+    wait_until(a, "document.querySelector('#chat-streaming .stream-block')?.textContent.length > 20")
     a.click("#chat-streaming [data-action=stop]")
     for page in (a, b):
         page.wait_for_selector("#conversation .m-assistant .note:has-text('Aborted')")
@@ -184,7 +81,7 @@ def test_send_stream_stop_and_a_second_viewer(chat_login, server):
     shot(a, "chat-stopped-light")
 
 
-def test_edit_regenerate_compact_and_switch_branches(chat_login, server):
+def test_edit_regenerate_compact_and_switch_branches(login, server):
     from tests.builders import assistant, user
 
     owner = User.objects.get(username="alice")
@@ -197,8 +94,8 @@ def test_edit_regenerate_compact_and_switch_branches(chat_login, server):
         ("a2", assistant("By editing or regenerating.", 1_767_600_003_000)),
     ):
         ids[key] = services.entry_append(session=s, payload=payload, author=owner).entry_id
-    a = chat_login("light")
-    b = chat_login("dark")
+    a = login("light")
+    b = login("dark")
     open_session(a, server, s)
 
     # Regenerate the last reply: a sibling streams in, the 2/2 switcher and the tree show it.
@@ -237,15 +134,15 @@ def test_edit_regenerate_compact_and_switch_branches(chat_login, server):
 
     # Model and thinking level: entries at the leaf.
     a.select_option("#chat-composer select[name=level]", "high")
-    a.wait_for_function(
-        "document.getElementById('explorer').dataset.seq === document.getElementById('session-live').dataset.seq"
+    wait_until(
+        a, "document.getElementById('explorer').dataset.seq === document.getElementById('session-live').dataset.seq"
     )
     for _ in range(50):
         if Entry.objects.filter(session=s, type="thinking_level_change").exists():
             break
         time.sleep(0.1)
     assert jsjson.loads(last_entry(s, type="thinking_level_change").raw)["thinkingLevel"] == "high"
-    b.wait_for_function("document.querySelector('#chat-composer select[name=level]').value === 'high'")
+    wait_until(b, "document.querySelector('#chat-composer select[name=level]').value === 'high'")
 
     # Compact with focus instructions: a compaction entry shows at the leaf for both viewers.
     a.click("#chat [data-action=compact]")
@@ -273,7 +170,7 @@ def test_edit_regenerate_compact_and_switch_branches(chat_login, server):
 
     # Continue from a user message: its text goes to the chat composer and its parent is the leaf.
     a.locator(f"#e-{ids['u2']} [data-action=continue]").click()
-    a.wait_for_function("document.getElementById('composer-text').value === 'How do branches happen?'")
-    a.wait_for_function(f"document.getElementById('chat-parent').value === '{ids['a1']}'")
+    wait_until(a, "document.getElementById('composer-text').value === 'How do branches happen?'")
+    wait_until(a, f"document.getElementById('chat-parent').value === '{ids['a1']}'")
     s.refresh_from_db()
     assert s.leaf_id == ids["a1"]

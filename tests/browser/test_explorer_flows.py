@@ -11,6 +11,7 @@ from django.contrib.auth.models import User
 
 from sessions_app.models import Session
 from sessions_app.store import services
+from tests.browser.harness import wait_until
 from tests.browser.shots import shot
 from tests.paths import LARGE_SESSION
 from tests.xss import ALL, hostile_payloads
@@ -41,7 +42,7 @@ def branchy(owner: User) -> tuple[Session, dict[str, str]]:
     return s, ids
 
 
-def test_import_search_fold_and_open(login, live_server, tmp_path):
+def test_import_search_fold_and_open(login, server, tmp_path):
     page = login()
     shot(page, "list-empty-light")
     with page.expect_response(lambda r: "/import/" in r.url):
@@ -92,14 +93,14 @@ def test_import_search_fold_and_open(login, live_server, tmp_path):
     if gap.count():
         before = page.locator("#tree-body li.node").count()
         gap.click()
-        page.wait_for_function(f"document.querySelectorAll('#tree-body li.node').length > {before}")
+        wait_until(page, f"document.querySelectorAll('#tree-body li.node').length > {before}")
 
 
-def test_siblings_labels_deep_links_continue_and_fork(login, live_server):
+def test_siblings_labels_deep_links_continue_and_fork(login, server):
     page = login()
     owner = User.objects.get(username="alice")
     s, ids = branchy(owner)
-    page.goto(f"{live_server.url}/sessions/{s.public_id}/")
+    page.goto(f"{server}/sessions/{s.public_id}/")
     page.wait_for_selector(f"#e-{ids['a3a']}")
     shot(page, "detail-branchy-light")
 
@@ -127,10 +128,10 @@ def test_siblings_labels_deep_links_continue_and_fork(login, live_server):
     shot(page, "detail-labelled-light")
     page.locator(f"#e-{ids['a1']} summary[data-action=label]").click()
     page.locator(f"#e-{ids['a1']} .label-form button[name=clear]").click()
-    page.wait_for_function(f"!document.querySelector('#t-{ids['a1']} .badge')")
+    wait_until(page, f"!document.querySelector('#t-{ids['a1']} .badge')")
 
     # Copy a deep link and follow it: that path opens, scrolled to the target.
-    page.goto(f"{live_server.url}/sessions/{s.public_id}/?target={ids['u2b']}")
+    page.goto(f"{server}/sessions/{s.public_id}/?target={ids['u2b']}")
     page.locator(f"#e-{ids['a1']} [data-action=copy]").click()
     link = page.locator(f"#e-{ids['a1']} [data-action=copy]").get_attribute("data-copied")
     assert link and f"target={ids['a1']}" in link and "leaf=" in link
@@ -143,9 +144,9 @@ def test_siblings_labels_deep_links_continue_and_fork(login, live_server):
     )
 
     # Continue from a user message: the leaf moves to its parent, the text goes to the composer.
-    page.goto(f"{live_server.url}/sessions/{s.public_id}/")
+    page.goto(f"{server}/sessions/{s.public_id}/")
     page.locator(f"#e-{ids['u2a']} [data-action=continue]").click()
-    page.wait_for_function("document.getElementById('composer-text').value === 'And in Rust?'")
+    wait_until(page, "document.getElementById('composer-text').value === 'And in Rust?'")
     s.refresh_from_db()
     assert s.leaf_id == ids["a1"]
     shot(page, "detail-continue-light")
@@ -158,12 +159,12 @@ def test_siblings_labels_deep_links_continue_and_fork(login, live_server):
     assert "Read it" in page.inner_text("#conversation")
 
 
-def test_export_delete_and_reimport(login, live_server, tmp_path):
+def test_export_delete_and_reimport(login, server, tmp_path):
     page = login()
     owner = User.objects.get(username="alice")
     s, ids = branchy(owner)
     count = s.entries.count()
-    page.goto(f"{live_server.url}/sessions/{s.public_id}/")
+    page.goto(f"{server}/sessions/{s.public_id}/")
     with page.expect_download() as dl:
         page.click("text=Export JSONL")
     jsonl = tmp_path / "export.jsonl"
@@ -175,7 +176,7 @@ def test_export_delete_and_reimport(login, live_server, tmp_path):
 
     page.click("text=Delete…")
     page.click("[data-confirm-delete]")
-    page.wait_for_url(live_server.url + "/")
+    page.wait_for_url(server + "/")
     assert not Session.objects.filter(pk=s.pk).exists()
 
     with page.expect_response(lambda r: "/import/" in r.url):
@@ -199,7 +200,7 @@ def test_export_delete_and_reimport(login, live_server, tmp_path):
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
-def test_no_xss_payload_runs_anywhere(login, live_server, tmp_path, theme):
+def test_no_xss_payload_runs_anywhere(login, server, tmp_path, theme):
     page = login(theme)
     owner = User.objects.get(username="alice")
     s = services.session_create(owner=owner, name="x", cwd="/tmp/" + ALL)
@@ -218,12 +219,12 @@ def test_no_xss_payload_runs_anywhere(login, live_server, tmp_path, theme):
         f"/admin/sessions_app/entry/?q={sid[:8]}",
     ]
     for url in urls:
-        page.goto(live_server.url + url)
+        page.goto(server + url)
         page.wait_for_load_state("networkidle")
         page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
         page.mouse.move(300, 300)
         assert page.evaluate("window.__xss") is None, url
-    page.goto(f"{live_server.url}/sessions/{sid}/")
+    page.goto(f"{server}/sessions/{sid}/")
     shot(page, f"detail-xss-{theme}")
     with page.expect_download() as dl:
         page.click("text=Export HTML")
@@ -234,7 +235,7 @@ def test_no_xss_payload_runs_anywhere(login, live_server, tmp_path, theme):
     page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
     assert page.evaluate("window.__xss") is None
     # an import whose file name and content are hostile
-    page.goto(live_server.url + "/")
+    page.goto(server + "/")
     bad = tmp_path / "<img src=x onerror=window.__xss=1>.jsonl"
     bad.write_text(ALL + "\n")
     with page.expect_response(lambda r: "/import/" in r.url):

@@ -3,13 +3,10 @@ real progress (polled), then the result; and a rejected file's line-numbered err
 
 from __future__ import annotations
 
-import time
-from typing import Any
-
 import pytest
-from django.db.backends.signals import connection_created
 
 from sessions_app.models import Session
+from tests.browser.harness import wait_until
 from tests.browser.shots import shot
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -27,37 +24,18 @@ RECORD = """() => {
 }"""
 
 
-def _slower_entry_writes(sender: Any, connection: Any, **kwargs: Any) -> None:
-    """On each new database connection: every write of entry rows takes 150 ms longer."""
-
-    def wrapper(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        if "INTO sessions_app_entry" in sql:
-            time.sleep(0.15)
-        return execute(sql, params, many, context)
-
-    connection.execute_wrappers.append(wrapper)
-
-
-def test_a_big_import_shows_the_server_side_progress(login, live_server, generated, tmp_path):
-    # A 20k-entry import takes ~0.5 s, about one poll (300 ms): here the rows are written a little
-    # slower, as on a busy server, so that the bar has several values to show.
-    connection_created.connect(_slower_entry_writes)
-    try:
-        _import_and_watch(login, generated, tmp_path)
-    finally:
-        connection_created.disconnect(_slower_entry_writes)
-
-
-def _import_and_watch(login: Any, generated: Any, tmp_path: Any) -> None:
+def test_a_big_import_shows_the_server_side_progress(login, server, generated, tmp_path):
+    # An import of 80k entries (~90 MB) takes a second or two: several polls (300 ms) of its progress.
     path = tmp_path / "big-session.jsonl"
-    path.write_bytes(generated(20000, seed=11))
+    path.write_bytes(generated(80000, seed=11))
     page = login()
     page.evaluate(RECORD)
     page.set_input_files("#import-files", str(path))
-    page.wait_for_function(
+    wait_until(
+        page,
         "() => { const p = document.querySelector('#import-results progress[data-import-bar]');"
         " return p && Number(p.value) > 0 && Number(p.value) < Number(p.max); }",
-        timeout=120_000,
+        timeout=120,
     )
     assert page.is_visible("form[data-import] .progress")
     shot(page, "gap-import-progress")
@@ -75,7 +53,7 @@ def _import_and_watch(login: Any, generated: Any, tmp_path: Any) -> None:
     page.wait_for_selector("#session-table tbody tr td.name a")  # the list refreshed
 
 
-def test_a_rejected_file_shows_its_errors_after_the_progress(login, live_server, tmp_path):
+def test_a_rejected_file_shows_its_errors_after_the_progress(login, server, tmp_path):
     path = tmp_path / "broken.jsonl"
     header = (
         b'{"type":"session","version":3,"id":"66666666-6666-4666-8666-666666666666",'

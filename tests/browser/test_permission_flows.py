@@ -11,22 +11,11 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from sessions_app.models import ShareLink
+from tests.browser.harness import make_user
 from tests.browser.shots import shot
 from tests.browser.test_explorer_flows import branchy
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def sign_in(browser, live_server, username: str, password: str):
-    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
-    page = ctx.new_page()
-    page.on("dialog", lambda d: d.accept())
-    page.goto(live_server.url + "/accounts/login/")
-    page.fill("input[name=username]", username)
-    page.fill("input[name=password]", password)
-    page.click("button[type=submit]")
-    page.wait_for_url(live_server.url + "/")
-    return ctx, page
 
 
 def status(page, url: str) -> int:
@@ -35,12 +24,12 @@ def status(page, url: str) -> int:
     return int(response.status)
 
 
-def test_invite_change_role_remove(login, browser, live_server, django_user_model):
+def test_invite_change_role_remove(login, server):
     alice = login()
-    django_user_model.objects.create_user("bob", password="bob-pw")
+    make_user("bob", "bob-pw")
     session, _ = branchy(User.objects.get(username="alice"))
 
-    alice.goto(live_server.url + "/teams/")
+    alice.goto(server + "/teams/")
     alice.fill("input[name=name]", "Core")
     alice.click("[data-action=create-team]")
     alice.wait_for_selector("#members")
@@ -54,9 +43,10 @@ def test_invite_change_role_remove(login, browser, live_server, django_user_mode
     alice.wait_for_selector("#member-bob")
     shot(alice, "team-members")
 
-    bob_ctx, bob = sign_in(browser, live_server, "bob", "bob-pw")
-    detail = f"{live_server.url}/sessions/{session.public_id}/"
-    assert status(bob, live_server.url + "/") == 200
+    bob = login(username="bob")
+    bob.console.allow("status of 40[34]")  # what a viewer may not open, and then may not see
+    detail = f"{server}/sessions/{session.public_id}/"
+    assert status(bob, server + "/") == 200
     assert "Branchy session" in bob.inner_text("#session-table")  # the team's session is listed
     assert status(bob, detail) == 200
     assert status(bob, detail + "delete/") == 403  # a viewer reads but may not delete
@@ -75,29 +65,28 @@ def test_invite_change_role_remove(login, browser, live_server, django_user_mode
     alice.wait_for_selector("#members")
     assert alice.locator("#member-bob").count() == 0
     assert status(bob, detail) == 404
-    assert "Branchy session" not in (bob.goto(live_server.url + "/") and bob.content())
-    bob_ctx.close()
+    assert "Branchy session" not in (bob.goto(server + "/") and bob.content())
 
 
-def _share(page, live_server, session_id: str, entry: str | None, **extra: str) -> str:
+def _share(page, server, session_id: str, entry: str | None, **extra: str) -> str:
     token = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
     response = page.request.post(
-        f"{live_server.url}/sessions/{session_id}/share/",
+        f"{server}/sessions/{session_id}/share/",
         form={"entry": entry or "", **extra},
-        headers={"X-CSRFToken": token, "Referer": live_server.url + "/"},
+        headers={"X-CSRFToken": token, "Referer": server + "/"},
     )
     assert response.status == 200, response.text()
     html = response.text()
     return str(html.split('id="share-url" class="mono" href="')[1].split('"')[0])
 
 
-def test_branch_share_link(login, browser, live_server):
+def test_branch_share_link(login, new_page, server):
     alice = login()
     session, ids = branchy(User.objects.get(username="alice"))
-    url = _share(alice, live_server, session.public_id, ids["u2b"])  # the Go branch
+    url = _share(alice, server, session.public_id, ids["u2b"])  # the Go branch
 
-    anon_ctx = browser.new_context(viewport={"width": 1400, "height": 900})
-    anon = anon_ctx.new_page()
+    anon = new_page()
+    anon.console.allow("status of 404")  # the links that stopped working
     assert status(anon, url) == 200
     shot(anon, "shared-branch")
     tree = anon.inner_text("#shared-tree")
@@ -114,16 +103,15 @@ def test_branch_share_link(login, browser, live_server):
     assert status(anon, f"{url}?leaf={ids['a2a']}") == 404  # an entry of the other branch
 
     # revoked from /settings/shares: the link stops working
-    alice.goto(live_server.url + "/settings/shares/")
+    alice.goto(server + "/settings/shares/")
     assert "branch at" in alice.inner_text("#share-table")
     alice.click("[data-action=revoke-share]")
     alice.wait_for_selector("#share-table >> text=revoked")
     assert status(anon, url) == 404
 
     # expired: likewise
-    url = _share(alice, live_server, session.public_id, None, expires_days="1")
+    url = _share(alice, server, session.public_id, None, expires_days="1")
     assert status(anon, url) == 200
     assert "And in Rust?" in anon.inner_text("#shared-tree")  # a whole-session link shows both branches
     ShareLink.objects.filter(revoked_at__isnull=True).update(expires_at=timezone.now() - timedelta(minutes=1))
     assert status(anon, url) == 404
-    anon_ctx.close()

@@ -14,13 +14,13 @@ from tests.builders import assistant, user
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_share_the_session_and_a_branch(login, live_server):
+def test_share_the_session_and_a_branch(login, new_page, server):
     page = login()
     alice = User.objects.get(username="alice")
     s = services.session_create(owner=alice, name="Shareable")
     u1 = services.entry_append(session=s, payload=user("What is a monad?", 1_767_600_000_000), author=alice)
     services.entry_append(session=s, payload=assistant("A monoid in endofunctors.", 1_767_600_001_000), author=alice)
-    page.goto(f"{live_server.url}/sessions/{s.public_id}/")
+    page.goto(f"{server}/sessions/{s.public_id}/")
     page.click(".head-actions [data-action=share]")
     page.select_option(".head-share select[name=expires_days]", "30")
     page.click(".head-share [data-action=create-share]")
@@ -33,13 +33,11 @@ def test_share_the_session_and_a_branch(login, live_server):
     share = ShareLink.objects.get()
     assert share.entry_id is None and share.expires_at is not None
     # the link works signed out
-    other = page.context.browser.new_context()
-    anon = other.new_page()
+    anon = new_page()
     anon.goto(url)
     assert "What is a monad?" in anon.content()
-    other.close()
 
-    page.goto(f"{live_server.url}/sessions/{s.public_id}/")
+    page.goto(f"{server}/sessions/{s.public_id}/")
     msg = f"#e-{u1.entry_id}"
     page.click(f"{msg} [data-action=share-branch]")
     page.click(f"{msg} [data-action=create-share]")
@@ -48,5 +46,5 @@ def test_share_the_session_and_a_branch(login, live_server):
     shot(page, "gap-share-branch")
     assert ShareLink.objects.filter(entry_id=u1.entry_id).exists()
     page.click(f"{msg} .share-form a[href='/settings/shares/']")
-    page.wait_for_url(f"{live_server.url}/settings/shares/")
+    page.wait_for_url(f"{server}/settings/shares/")
     assert page.locator("#share-table tbody tr").count() == 2

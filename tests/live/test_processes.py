@@ -174,7 +174,7 @@ def test_viewer_on_one_daphne_sees_turn_run_through_the_other(procs, alice):
             )
             assert status == 200
 
-    frames = asyncio.run(watch(port_b, session.public_id, cookie, r'hx-swap-oob="delete"></div>$', on_frame=send_once))
+    frames = asyncio.run(watch(port_b, session.public_id, cookie, r"data-gone></div></div>$", on_frame=send_once))
     reply = Entry.objects.get(session=session, role="assistant")
     text = jsjson.loads(reply.raw)["message"]["content"][0]["text"]
     assert "across processes" in text and streamed(frames) == text
@@ -198,7 +198,7 @@ def test_worker_killed_mid_turn_then_restarted_saves_partial_as_error(procs, ali
             worker.wait()
             procs.worker(PIWEB_DEMO_DELAY="0.15")  # recovers the dead worker's turn at startup
 
-    frames = asyncio.run(watch(port, session.public_id, cookie, r'hx-swap-oob="delete"></div>$', on_frame=drive))
+    frames = asyncio.run(watch(port, session.public_id, cookie, r"data-gone></div></div>$", on_frame=drive))
     assert state["killed"]
     reply = Entry.objects.get(session=session, role="assistant")
     msg = jsjson.loads(reply.raw)["message"]

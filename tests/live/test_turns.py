@@ -39,7 +39,7 @@ async def test_send_streams_to_viewer_and_saves_pi_message(chat_session, alice, 
         text = "Hello <script>alert(1)</script> & bye"
         response = await alice_async.post(url(chat_session, "send"), {"text": text, "parent": chat_session.leaf_id})
         assert response.status_code == 200 and 'id="chat-composer"' in response.content.decode()
-        frames = await frames_until(comm, r'id="turn-[^"]+" hx-swap-oob="delete"></div>$')
+        frames = await frames_until(comm, r'id="turn-[^"]+" data-gone></div></div>$')
         [turn] = set(turn_ids(frames))
         await wait_turns_done(chat_session)
         [reply] = await assistants(chat_session)
@@ -76,7 +76,7 @@ async def test_reconnecting_viewer_gets_every_delta_exactly_once(
     await first.disconnect()  # the browser goes away mid-stream; the turn goes on
     await asyncio.sleep(0.15)
     second = await connect(alice, chat_session)
-    frames = await frames_until(second, rf'id="turn-{turn}" hx-swap-oob="delete"')
+    frames = await frames_until(second, rf'id="turn-{turn}" data-gone')
     snap = frames[0]
     before = snapshot_text(snap, turn)
     assert before, "the snapshot holds the text so far"
@@ -115,7 +115,7 @@ async def test_stop_ends_stream_within_a_second_and_keeps_partial(
     started = loop.time()
     response = await alice_async.post(url(chat_session, "stop"), {"turn": turn})
     assert response.status_code == 204
-    await frames_until(comm, rf'id="turn-{turn}" hx-swap-oob="delete"', timeout=3)
+    await frames_until(comm, rf'id="turn-{turn}" data-gone', timeout=3)
     assert loop.time() - started < 1.0
     [reply] = await assistants(chat_session)
     msg = stored_message(reply)
