@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sessions_app.core import jsjson
-from sessions_app.core.tree import Node, TreeIndex, parse_timestamp_ms, path_to_root
+from sessions_app.core.tree import Node, TreeIndex, content_text, parse_timestamp_ms, path_to_root
 
 Message = dict[str, Any]
 
@@ -80,10 +80,7 @@ def estimate_tokens(message: Mapping[str, Any]) -> int:
     content = message.get("content")
     chars = 0
     if role == "user":
-        if isinstance(content, str):
-            chars = js_len(content)
-        else:
-            chars = sum(js_len(_text(b, "text")) for b in _blocks(content) if b.get("type") == "text")
+        chars = js_len(content_text(content, ""))
     elif role == "assistant":
         for block in _blocks(content):
             kind = block.get("type")
@@ -440,19 +437,13 @@ def truncate_for_summary(text: str, max_chars: int = TOOL_RESULT_MAX_CHARS) -> s
     return f"{js_slice(text, max_chars)}\n\n[... {length - max_chars} more characters truncated]"
 
 
-def _joined_text(content: object, joiner: str) -> str:
-    if isinstance(content, str):
-        return content
-    return joiner.join(_text(b, "text") for b in _blocks(content) if b.get("type") == "text")
-
-
 def serialize_conversation(messages: Iterable[Mapping[str, Any]]) -> str:
     """Flatten LLM messages to text so the summarizer reads them instead of continuing them."""
     parts: list[str] = []
     for m in messages:
         role = m.get("role")
         if role == "user":
-            text = _joined_text(m.get("content"), "")
+            text = content_text(m.get("content"), "")
             if text:
                 parts.append(f"[User]: {text}")
         elif role == "assistant":
@@ -477,7 +468,7 @@ def serialize_conversation(messages: Iterable[Mapping[str, Any]]) -> str:
             if calls:
                 parts.append("[Assistant tool calls]: " + "; ".join(calls))
         elif role == "toolResult":
-            text = _joined_text(m.get("content"), "")
+            text = content_text(m.get("content"), "")
             if text:
                 parts.append(f"[Tool result]: {truncate_for_summary(text)}")
     return "\n\n".join(parts)

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sessions_app.core.tree import js_trim, message_text, parse_timestamp_ms
+from sessions_app.core.tree import content_text, js_trim, parse_timestamp_ms
 
 
 class Listed(Protocol):
@@ -55,4 +55,4 @@ def update_listing(listed: Listed, data: Mapping[str, Any]) -> None:
             if ms and ms > listed.modified_ms:
                 listed.modified_ms = int(ms)
         if role == "user" and not listed.first_message:
-            listed.first_message = storable(message_text(message))
+            listed.first_message = storable(content_text(message.get("content"), " "))

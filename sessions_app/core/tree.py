@@ -168,18 +168,48 @@ def session_name(nodes: Iterable[Node]) -> str | None:
     return name
 
 
-def message_text(message: Mapping[str, Any], joiner: str = " ") -> str:
-    """Text of a message: string content, or its text blocks joined."""
-    content = message.get("content")
+def content_text(content: object, joiner: str, *, limit: int | None = None) -> str:
+    """The text of a message's content, as pi reads it everywhere: string content as it is, else
+    its text blocks' texts joined with joiner (``content.filter(c => c.type === "text").map(c =>
+    c.text).join(joiner)``); anything else is "". With limit, only the first limit characters (the
+    rest of a long text is never copied).
+
+    pi's joiners: "" for the editor (navigateTree, fork), the /tree rows and serializeConversation;
+    " " for the session list's first message (extractTextContent); "\n" for a tool result's output
+    in its HTML export.
+    """
     if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return joiner.join(
-            b["text"]
-            for b in content
-            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
-        )
-    return ""
+        return content if limit is None else content[:limit]
+    if not isinstance(content, list):
+        return ""
+    parts: list[str] = []
+    room = limit
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+            text: str = block["text"]
+            if room is not None:
+                room -= len(joiner) if parts else 0
+                text = text[: max(room, 0)]
+                room -= len(text)
+            parts.append(text)
+            if room is not None and room <= 0:
+                break
+    joined = joiner.join(parts)
+    return joined if limit is None else joined[:limit]
+
+
+def message_text(message: Mapping[str, Any], joiner: str = " ") -> str:
+    """content_text of a message object (what piformat.slim keeps of a user message)."""
+    return content_text(message.get("content"), joiner)
+
+
+def editor_text(data: Mapping[str, Any]) -> str:
+    """The text pi puts in the editor for an entry (a user or custom message): continuing or forking
+    from it, and piweb's Edit box. Its text blocks joined with nothing, as pi's navigateTree does."""
+    if data.get("type") == "custom_message":
+        return content_text(data.get("content"), "")
+    message = data.get("message")
+    return content_text(message.get("content"), "") if isinstance(message, dict) else ""
 
 
 def common_ancestor(idx: TreeIndex, a: str | None, b: str | None) -> str | None:
@@ -254,22 +284,6 @@ def _tool_call_text(name: object, arguments: object) -> str:
     return f"[{name}]"
 
 
-def _text_head(content: object, limit: int = 400) -> str:
-    """The first limit characters of a message's text (string content or text blocks)."""
-    if isinstance(content, str):
-        return content[:limit]
-    parts: list[str] = []
-    size = 0
-    if isinstance(content, list):
-        for block in content:
-            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
-                parts.append(block["text"][: limit - size])
-                size += len(parts[-1]) + 1
-                if size >= limit:
-                    break
-    return " ".join(parts)
-
-
 # The row text of an assistant message pi's /tree hides (no text, stopped normally); a reply with
 # text always reads "assistant: " + its text, so the prefix tells the two apart exactly.
 TEXTLESS_PREFIX = "assistant · "
@@ -282,7 +296,7 @@ def row_text(data: Mapping[str, Any]) -> str:
         raw_message = data.get("message")
         message: Mapping[str, Any] = raw_message if isinstance(raw_message, dict) else {}
         role = message.get("role")
-        text = _text_head(message.get("content"))
+        text = content_text(message.get("content"), "", limit=400)
         if role == "assistant":
             if not text.strip():
                 stop = message.get("stopReason")
@@ -305,7 +319,7 @@ def row_text(data: Mapping[str, Any]) -> str:
             return _one_line(f"[bash]: {message.get('command')}")
         return _one_line(f"{role}: {text}")
     if kind == "custom_message":
-        return _one_line(f"[{data.get('customType')}]: {_text_head(data.get('content'))}")
+        return _one_line(f"[{data.get('customType')}]: {content_text(data.get('content'), '', limit=400)}")
     if kind == "compaction":
         tokens = data.get("tokensBefore")
         k = round(tokens / 1000) if isinstance(tokens, int | float) else "?"

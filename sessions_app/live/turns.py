@@ -146,22 +146,8 @@ def _nav_input(session_pk: int, target_id: str) -> tuple[Session, treelib.TreeIn
 
 def _new_position(target: Node) -> tuple[str | None, str | None]:
     """pi's navigateTree step 6: (new leaf, editor text)."""
-    if target.type == "message" and target.role == "user":
-        content = target.data["message"].get("content")
-        text = (
-            content
-            if isinstance(content, str)
-            else "".join(b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text")
-        )
-        return target.parent_id, text
-    if target.type == "custom_message":
-        content = target.data.get("content")
-        text = (
-            content
-            if isinstance(content, str)
-            else "".join(b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text")
-        )
-        return target.parent_id, text
+    if (target.type == "message" and target.role == "user") or target.type == "custom_message":
+        return target.parent_id, treelib.editor_text(target.data)
     return target.id, None
 
 

@@ -22,6 +22,7 @@ from pygments.lexers import get_lexer_by_name  # type: ignore[import-untyped]
 from pygments.util import ClassNotFound  # type: ignore[import-untyped]
 
 from sessions_app.core import jsjson
+from sessions_app.core.tree import content_text, editor_text
 
 TRUNCATE_CHARS = 2000
 TRUNCATE_LINES = 40
@@ -161,12 +162,7 @@ def _truncate(text: str) -> tuple[str, bool]:
 
 def output_block(content: Any, *, full: bool = False, is_error: bool = False) -> Block:
     """A tool result's text (truncated unless full) and how many images it has."""
-    if isinstance(content, str):
-        text = content
-    elif isinstance(content, list):
-        text = "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
-    else:
-        text = ""
+    text = content_text(content, "\n")
     shown, cut = (text, False) if full else _truncate(text)
     return Block(kind="output", text=shown, truncated=cut, is_error=is_error)
 
@@ -234,7 +230,8 @@ def shown_entry(raw: str, entry_id: str) -> Shown:
         role = message.get("role")
         content = message.get("content")
         if role == "user":
-            return Shown(entry_id, "user", "You", _content_blocks(content))
+            # The Edit box's text: what pi puts in the editor for this message.
+            return Shown(entry_id, "user", "You", _content_blocks(content), data={"text": editor_text(data)})
         if role == "assistant":
             blocks = _content_blocks(content)
             stop = message.get("stopReason")

@@ -403,22 +403,6 @@ def siblings_for(session: Session, conv: Sequence[Entry]) -> dict[str, tv.Siblin
     return out
 
 
-def user_text(entry: Entry) -> str:
-    """The text pi puts in the editor when continuing from a user or custom message."""
-    data = jsjson.loads(entry.raw)
-    if entry.type == "custom_message":
-        content = data.get("content")
-        if isinstance(content, str):
-            return content
-    else:
-        content = (data.get("message") or {}).get("content")
-        if isinstance(content, str):
-            return content
-    if isinstance(content, list):
-        return "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
-    return ""
-
-
 # --- session list ------------------------------------------------------------------------------
 
 SORTS = {

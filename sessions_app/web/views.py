@@ -35,7 +35,7 @@ from sessions_app.access.permissions import Capability
 from sessions_app.core import jsjson
 from sessions_app.core import treeview as tv
 from sessions_app.core.clock import now_ms
-from sessions_app.core.tree import TEXTLESS_PREFIX
+from sessions_app.core.tree import TEXTLESS_PREFIX, editor_text
 from sessions_app.errors import ImportNotFound, InvalidRequest
 from sessions_app.models import Session
 from sessions_app.render import markup
@@ -323,23 +323,9 @@ def _leaf_path(session: Session, view_leaf: str | None) -> set[str] | None:
 
 
 def _shown(entries: Iterable[Any]) -> list[markup.Shown]:
-    """Path entries for the conversation; user messages keep their plain text (for Edit)."""
-    out = []
-    for e in entries:
-        s = markup.shown_entry(e.raw, e.entry_id)
-        if s.kind == "hidden":
-            continue
-        if s.kind == "user":
-            content = jsjson.loads(e.raw).get("message", {}).get("content")
-            s.data["text"] = (
-                content
-                if isinstance(content, str)
-                else "\n".join(
-                    b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"
-                )
-            )
-        out.append(s)
-    return markup.attach_results(out)
+    """Path entries for the conversation (user messages carry their Edit text)."""
+    shown = (markup.shown_entry(e.raw, e.entry_id) for e in entries)
+    return markup.attach_results([s for s in shown if s.kind != "hidden"])
 
 
 def _decorate(
@@ -495,7 +481,7 @@ def entry_continue(request: HtmxHttpRequest, session: Session) -> HttpResponse:
     key = f"draft:{session.public_id}"
     if takes_text:
         entry = selectors.entry_get(session=session, entry_id=row.id)
-        request.session[key] = explorer.user_text(entry)
+        request.session[key] = editor_text(jsjson.loads(entry.raw))
     else:
         request.session.pop(key, None)
     view_leaf = new_leaf or row.id
@@ -523,9 +509,8 @@ def entry_fork(request: HtmxHttpRequest, session: Session) -> HttpResponse:
     at, takes_text = tv.continue_target(row, row.parent_id)
     fork = services.session_fork(session=session, entry_id=at or row.id, owner=_request_user(request))
     if takes_text and at is not None:
-        request.session[f"draft:{fork.public_id}"] = explorer.user_text(
-            selectors.entry_get(session=session, entry_id=row.id)
-        )
+        entry = selectors.entry_get(session=session, entry_id=row.id)
+        request.session[f"draft:{fork.public_id}"] = editor_text(jsjson.loads(entry.raw))
     url = page_url(fork)
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 

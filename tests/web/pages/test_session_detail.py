@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from sessions_app.render import frames
 from sessions_app.store import services
+from tests.builders import user
 from tests.worlds import detail
 
 pytestmark = pytest.mark.django_db
@@ -135,3 +139,19 @@ def test_images_are_served_from_their_entry(alice_client, alice, tree):
     assert url in html
     r = alice_client.get(url)
     assert r.status_code == 200 and r["Content-Type"] == "image/png" and r.content.startswith(b"\x89PNG")
+
+
+def test_the_edit_box_holds_pis_editor_text_on_the_page_and_in_the_live_log(alice, alice_client):
+    """pi joins a user message's text blocks with nothing (navigateTree); the page used to join
+    them with a newline and the live chat log with nothing."""
+    session = services.session_create(owner=alice, name="two blocks")
+    blocks = [{"type": "text", "text": "first part"}, {"type": "image", "data": "AA==", "mimeType": "image/png"},
+              {"type": "text", "text": "second part"}]  # fmt: skip
+    services.entry_append(session=session, payload=user("", content=blocks), author=alice)
+    session.refresh_from_db()
+    edit_box = re.compile(r'aria-label="Edited message"[^>]*>([^<]*)</textarea>')
+    page = edit_box.findall(alice_client.get(f"/sessions/{session.public_id}/").content.decode())
+    live = edit_box.findall(frames.log(session))
+    assert page == live == ["first partsecond part"]
+    alice_client.post(f"/sessions/{session.public_id}/continue/", {"entry": session.leaf_id})
+    assert alice_client.session[f"draft:{session.public_id}"] == "first partsecond part"
