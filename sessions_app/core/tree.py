@@ -126,24 +126,30 @@ def is_root(idx: TreeIndex, node: Node) -> bool:
     return node.parent_id is None or node.parent_id == node.id or node.parent_id not in idx.by_id
 
 
-def labels(nodes: Iterable[Node]) -> dict[str, str]:
-    """Resolved labels: replay label entries in file order; truthy sets, empty or absent clears.
+def labels_in_force(entries: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """pi's label replay (SessionManager's labelsById and labelTimestampsById): the label entries
+    among entries, in file order; one with a non-empty label sets its target's label, one with an
+    empty or absent label clears it. Each labelled entry id maps to the label entry in force, which
+    holds the label and when it was set ("timestamp").
 
-    The dict keeps JavaScript Map order (a re-set key keeps its place, a cleared one leaves).
+    The dict keeps JavaScript Map order (a re-set target keeps its place, a cleared one leaves).
     """
-    resolved: dict[str, str] = {}
-    for node in nodes:
-        if node.type != "label":
+    in_force: dict[str, Mapping[str, Any]] = {}
+    for data in entries:
+        target = data.get("targetId")
+        if data.get("type") != "label" or not isinstance(target, str):
             continue
-        target = node.data.get("targetId")
-        if not isinstance(target, str):
-            continue
-        value = node.data.get("label")
+        value = data.get("label")
         if isinstance(value, str) and value:
-            resolved[target] = value
+            in_force[target] = data
         else:
-            resolved.pop(target, None)
-    return resolved
+            in_force.pop(target, None)
+    return in_force
+
+
+def labels(nodes: Iterable[Node]) -> dict[str, str]:
+    """Resolved labels: entry id -> label, by labels_in_force."""
+    return {target: data["label"] for target, data in labels_in_force(n.data for n in nodes).items()}
 
 
 # What String.prototype.trim() strips: JavaScript's WhiteSpace and LineTerminator (not str.isspace).

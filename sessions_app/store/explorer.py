@@ -8,6 +8,7 @@ opened. Each function issues a fixed number of queries whatever the session's si
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,9 +18,8 @@ from django.core.paginator import Page, Paginator
 from django.db import connection
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from sessions_app.core import jsjson
 from sessions_app.core import treeview as tv
-from sessions_app.core.tree import TEXTLESS_PREFIX
+from sessions_app.core.tree import TEXTLESS_PREFIX, labels_in_force
 from sessions_app.errors import EntryNotFound
 from sessions_app.models import Entry, Session
 from sessions_app.store import selectors as sel
@@ -154,11 +154,6 @@ def entry_row(session: Session, entry_id: str) -> tv.Row:
     return rows[0]
 
 
-def session_labels(session: Session) -> dict[str, str]:
-    """Resolved labels (last label entry in file order wins)."""
-    return sel.labels(session=session)
-
-
 def last_entry_id(session: Session) -> str | None:
     return Entry.objects.filter(session=session).order_by("-seq").values_list("entry_id", flat=True).first()
 
@@ -216,7 +211,7 @@ class Page_:
 
 
 def page(session: Session, *, place: Place, mode: str, search: str = "") -> Page_:
-    labels = session_labels(session)
+    labels = sel.labels(session=session)
     path: list[tv.Row] = []
     tree = TreePanel([], [], {}, labels, set(), mode, None, 0, search)
     conv: list[Entry] = []
@@ -295,7 +290,7 @@ def gap_panel(
     session: Session, *, node_id: str, up: bool, depth: int, mode: str, leaf_id: str | None
 ) -> tuple[list[tv.Item], dict[str, tv.Row], set[str]]:
     """Rows for an opened gap: the CHUNK entries above node_id (on the viewed path) or below it."""
-    labels = session_labels(session)
+    labels = sel.labels(session=session)
     keep = [session.leaf_id, leaf_id]
     if up:
         chain = list(reversed(walk_up(session, node_id, CHUNK * (3 if mode in ("default", "no-tools") else 10))))
@@ -330,7 +325,7 @@ def gap_panel(
 
 def branch_panel(session: Session, *, node_id: str, depth: int, mode: str) -> tuple[list[tv.Item], dict[str, tv.Row]]:
     """A folded alternative opened: its lane's first CHUNK rows, further alternatives folded."""
-    labels = session_labels(session)
+    labels = sel.labels(session=session)
     below, explored = subtree(session, node_id, CHUNK * 4)
     rows = {r.id: r for r in below}
     v = tv.view(tv.skeleton(rows.values()), mode=mode, labels=labels, keep=[session.leaf_id, node_id], path=[])
@@ -430,16 +425,11 @@ def session_list(
 
 def labels_by_session(sessions: Sequence[Session]) -> dict[int, list[str]]:
     """Resolved labels of each session (distinct texts, sorted), in one query."""
-    out: dict[int, dict[str, str]] = {s.pk: {} for s in sessions}
-    rows = Entry.objects.filter(session__in=list(out), type="label").order_by()
-    for session_id, _, raw in sorted(rows.values_list("session_id", "seq", "raw")):
-        data = jsjson.loads(raw)
-        target, value = data.get("targetId"), data.get("label")
-        if isinstance(value, str) and value:
-            out[session_id][target] = value
-        else:
-            out[session_id].pop(target, None)
-    return {k: sorted(set(v.values())) for k, v in out.items()}
+    lines = sel.label_lines(sessions=[s.pk for s in sessions])
+    out: dict[int, list[str]] = {s.pk: [] for s in sessions}
+    for session_pk, group in itertools.groupby(lines, key=lambda line: line[0]):
+        out[session_pk] = sorted({data["label"] for data in labels_in_force(data for _, data in group).values()})
+    return out
 
 
 def all_labels(*, user: User | AnonymousUser) -> list[str]:

@@ -380,7 +380,7 @@ def tree_gap(request: HtmxHttpRequest, session: Session) -> HttpResponse:
     items, rows, on_path = explorer.gap_panel(
         session, node_id=d["node"], up=d["up"], depth=d.get("d") or 0, mode=mode, leaf_id=d.get("leaf") or None
     )
-    labels = explorer.session_labels(session)
+    labels = selectors.labels(session=session)
     pres = Presenter(
         session, rows=rows, labels=labels, on_path=on_path, view_leaf=d.get("leaf") or None, focus=None, mode=mode
     )
@@ -397,7 +397,7 @@ def tree_branch(request: HtmxHttpRequest, session: Session) -> HttpResponse:
     mode = d.get("filter") or "default"
     explorer.entry_row(session, d["node"])
     items, rows = explorer.branch_panel(session, node_id=d["node"], depth=d.get("d") or 1, mode=mode)
-    labels = explorer.session_labels(session)
+    labels = selectors.labels(session=session)
     pres = Presenter(session, rows=rows, labels=labels, on_path=set(), view_leaf=None, focus=None, mode=mode)
     return render(request, "sessions_app/partials/tree_items.html", _tree_ctx(session, pres.items(items), mode, d))
 
@@ -414,7 +414,7 @@ def conversation_earlier(request: HtmxHttpRequest, session: Session) -> HttpResp
     entries, more = explorer.earlier_entries(session, before)
     shown = _shown(entries)
     leaf = request.GET.get("leaf") or None
-    labels = explorer.session_labels(session)
+    labels = selectors.labels(session=session)
     context = {
         "session": session,
         "can": _can(request, session),
