@@ -418,8 +418,7 @@ def session_list(
             Q(name__icontains=word) | Q(first_message__icontains=word) | Q(public_id__icontains=word) | Exists(in_text)
         )
     if label:
-        tagged = Entry.objects.filter(session=OuterRef("pk"), type="label", preview=f"[label: {label}]")
-        sessions = sessions.filter(Exists(tagged))
+        sessions = sessions.filter(pk__in=sel.label_texts(sessions=sessions).get(label, set()))
     return sessions.order_by(*SORTS.get(sort, SORTS["modified"]))
 
 
@@ -434,10 +433,7 @@ def labels_by_session(sessions: Sequence[Session]) -> dict[int, list[str]]:
 
 def all_labels(*, user: User | AnonymousUser) -> list[str]:
     """Every label text the user has ever set (for the list's label filter)."""
-    sessions = sel.session_list_for_user(user=user)
-    previews = Entry.objects.filter(session__in=sessions, type="label").values_list("preview", flat=True).distinct()
-    texts = {p[len("[label: ") : -1] for p in previews[:2000] if p.startswith("[label: ") and p != "[label: (cleared)]"}
-    return sorted(texts)
+    return sorted(sel.label_texts(sessions=sel.session_list_for_user(user=user)))
 
 
 def paginate(sessions: QuerySet[Session], page_number: str | int | None, per_page: int = 25) -> Page[Session]:

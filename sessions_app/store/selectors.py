@@ -136,6 +136,18 @@ def label_lines(*, sessions: QuerySet[Session] | Iterable[int] | None) -> Iterat
         yield session_pk, jsjson.loads(raw)
 
 
+def label_texts(*, sessions: QuerySet[Session] | Iterable[int] | None) -> dict[str, set[int]]:
+    """Every label text ever set in these sessions (None: in every session), with the sessions
+    (pks) it was set in. Read from the label entries themselves: a label's row preview is display
+    text, cut at 200 characters."""
+    texts: dict[str, set[int]] = {}
+    for session_pk, data in label_lines(sessions=sessions):
+        text = data.get("label")
+        if isinstance(text, str) and text:
+            texts.setdefault(text, set()).add(session_pk)
+    return texts
+
+
 def label_entries_in_force(*, session: Session) -> dict[str, Mapping[str, Any]]:
     """The label entry in force for each labelled entry (tree.labels_in_force): its "label", and
     when it was set ("timestamp", pi's labelTimestampsById)."""
