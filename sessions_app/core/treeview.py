@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 FILTERS = ("default", "no-tools", "user-only", "labeled-only", "all")
 FILTER_LABELS = {
@@ -442,26 +443,47 @@ class Siblings:
     next: str | None
 
 
-def siblings(sk: Skeleton, node_id: str, *, skip_types: frozenset[str] = frozenset({"label"})) -> Siblings | None:
-    """Where node_id sits among its parent's children (labels left out), for a "2/3" switcher."""
-    parent = sk.parent.get(node_id)
-    if parent is None:
-        sibs = [r for r in sk.kids.get(None, []) if sk.rows[r].type not in skip_types]
-    else:
-        sibs = [k for k in sk.kids.get(parent, []) if sk.rows[k].type not in skip_types]
-    if len(sibs) < 2 or node_id not in sibs:
+# Label entries hang off whatever was the leaf when they were set: never an alternative to switch to.
+NOT_SIBLINGS = frozenset({"label"})
+
+
+def sibling_key(*, parent_id: str | None, ts_ms: int, seq: int) -> tuple[int, int]:
+    """Sort key among siblings, as pi's getTree orders children: by time, equal times in file
+    order; the roots (parent None) stay in file order."""
+    return (0, seq) if parent_id is None else (ts_ms, seq)
+
+
+def siblings(group: Sequence[str], node_id: str) -> Siblings | None:
+    """Where node_id sits among group (its parent's children, or the roots, in sibling_key order and
+    without NOT_SIBLINGS), for a "2/3" switcher; None when there is nothing to switch to."""
+    if len(group) < 2 or node_id not in group:
         return None
-    i = sibs.index(node_id)
+    i = group.index(node_id)
     return Siblings(
         index=i + 1,
-        count=len(sibs),
-        prev=sibs[i - 1] if i > 0 else None,
-        next=sibs[i + 1] if i + 1 < len(sibs) else None,
+        count=len(group),
+        prev=group[i - 1] if i > 0 else None,
+        next=group[i + 1] if i + 1 < len(group) else None,
     )
 
 
-def continue_target(row: Row, parent: str | None) -> tuple[str | None, bool]:
-    """pi's navigateTree leaf rule: (new leaf, whether the entry's text goes to the composer)."""
-    if (row.type == "message" and row.role == "user") or row.type == "custom_message":
-        return parent, True
-    return row.id, False
+class EntryLike(Protocol):
+    """What continue_target reads of an entry (a tree.Node or a treeview.Row)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def parent_id(self) -> str | None: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def role(self) -> str | None: ...
+
+
+def continue_target(entry: EntryLike) -> tuple[str | None, bool]:
+    """pi's navigateTree leaf rule, for "continue from here", forking and /tree navigation: a user or
+    custom message moves the leaf to its parent and its text goes to the editor (tree.editor_text);
+    any other entry becomes the leaf. Returns (new leaf, whether the text goes to the editor)."""
+    if (entry.type == "message" and entry.role == "user") or entry.type == "custom_message":
+        return entry.parent_id, True
+    return entry.id, False

@@ -370,31 +370,28 @@ def earlier_entries(session: Session, before_id: str, count: int = CONV_BEFORE) 
     return [entries[r.id] for r in chain if r.id in entries], more
 
 
+def _children_of(parents: Sequence[str | None]) -> Q:
+    """Entries whose parent is one of parents (None in parents: the roots)."""
+    ids = [p for p in parents if p is not None]
+    cond = Q(parent_id__in=ids)
+    return cond | Q(parent_id=None) if len(ids) < len(parents) else cond
+
+
 def siblings_for(session: Session, conv: Sequence[Entry]) -> dict[str, tv.Siblings]:
-    """For each drawn entry whose parent branches: its place among the alternatives (one query)."""
-    parents = sorted({e.parent_id for e in conv if e.parent_id is not None})
-    if not parents:
-        return {}
-    kids: dict[str | None, list[tuple[int, int, str]]] = {}
-    for i in range(0, len(parents), 500):
-        part = parents[i : i + 500]
-        rows = (
-            Entry.objects.filter(session=session, parent_id__in=part)
-            .exclude(type="label")
-            .order_by()
-            .values_list("parent_id", "ts_ms", "seq", "entry_id")
-        )
-        for parent_id, ts_ms, seq, entry_id in rows:
-            kids.setdefault(parent_id, []).append((ts_ms, seq, entry_id))
+    """For each drawn entry whose parent branches (or that is one of several roots): its place
+    among the alternatives (tv.siblings)."""
+    parents = list({e.parent_id for e in conv})
+    rows = Entry.objects.filter(session=session).exclude(type__in=tv.NOT_SIBLINGS).order_by()
+    rows_of = rows.values_list("parent_id", "ts_ms", "seq", "entry_id")
+    found = [r for i in range(0, len(parents), 500) for r in rows_of.filter(_children_of(parents[i : i + 500]))]
+    kids: dict[str | None, list[tuple[tuple[int, int], str]]] = {}
+    for parent_id, ts_ms, seq, entry_id in found:
+        kids.setdefault(parent_id, []).append((tv.sibling_key(parent_id=parent_id, ts_ms=ts_ms, seq=seq), entry_id))
     out: dict[str, tv.Siblings] = {}
     for e in conv:
-        group = sorted(kids.get(e.parent_id, []))
-        ids = [g[2] for g in group]
-        if len(ids) > 1 and e.entry_id in ids:
-            i = ids.index(e.entry_id)
-            out[e.entry_id] = tv.Siblings(
-                i + 1, len(ids), ids[i - 1] if i > 0 else None, ids[i + 1] if i + 1 < len(ids) else None
-            )
+        place = tv.siblings([entry_id for _, entry_id in sorted(kids.get(e.parent_id, []))], e.entry_id)
+        if place is not None:
+            out[e.entry_id] = place
     return out
 
 

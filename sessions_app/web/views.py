@@ -476,7 +476,7 @@ def entry_continue(request: HtmxHttpRequest, session: Session) -> HttpResponse:
     its text in the composer; anything else becomes the leaf."""
     d = _entry_form(request, session, forms.EntryForm)
     row = explorer.entry_row(session, d["entry"])
-    new_leaf, takes_text = tv.continue_target(row, row.parent_id)
+    new_leaf, takes_text = tv.continue_target(row)
     services.leaf_move(session=session, entry_id=new_leaf)
     key = f"draft:{session.public_id}"
     if takes_text:
@@ -506,7 +506,7 @@ def entry_fork(request: HtmxHttpRequest, session: Session) -> HttpResponse:
     """A new session with the path to this entry (from a user message: to its parent, text to the composer)."""
     d = _entry_form(request, session, forms.EntryForm)
     row = explorer.entry_row(session, d["entry"])
-    at, takes_text = tv.continue_target(row, row.parent_id)
+    at, takes_text = tv.continue_target(row)
     fork = services.session_fork(session=session, entry_id=at or row.id, owner=_request_user(request))
     if takes_text and at is not None:
         entry = selectors.entry_get(session=session, entry_id=row.id)

@@ -8,7 +8,7 @@ import pytest
 
 from sessions_app.render import frames
 from sessions_app.store import services
-from tests.builders import user
+from tests.builders import assistant, user
 from tests.worlds import detail
 
 pytestmark = pytest.mark.django_db
@@ -155,3 +155,19 @@ def test_the_edit_box_holds_pis_editor_text_on_the_page_and_in_the_live_log(alic
     assert page == live == ["first partsecond part"]
     alice_client.post(f"/sessions/{session.public_id}/continue/", {"entry": session.leaf_id})
     assert alice_client.session[f"draft:{session.public_id}"] == "first partsecond part"
+
+
+def test_several_roots_get_a_sibling_switcher_too(alice, alice_client):
+    """pi's getTree lists a session's roots side by side (a leaf reset starts a new one): they are
+    alternatives like the children of a branch point, in file order."""
+    session = services.session_create(owner=alice)
+    first = services.entry_append(session=session, payload=user("first start", 1_767_600_009_000), author=alice)
+    services.entry_append(session=session, payload=assistant("one"), author=alice)
+    services.leaf_move(session=session, entry_id=None)
+    second = services.entry_append(session=session, payload=user("second start", 1_767_600_000_000), author=alice)
+    html = alice_client.get(f"/sessions/{session.public_id}/").content.decode()
+    assert '<span class="sib-pos">2/2</span>' in html
+    assert f"target={first.entry_id}" in html  # the "previous" link
+    html = alice_client.get(f"/sessions/{session.public_id}/", {"target": first.entry_id}).content.decode()
+    assert '<span class="sib-pos">1/2</span>' in html
+    assert f"target={second.entry_id}" in html
