@@ -96,14 +96,6 @@ def path_to(sk: Skeleton, node_id: str | None) -> list[str]:
     return path
 
 
-def newest_leaf(sk: Skeleton, node_id: str) -> str:
-    """Follow the newest child down to a tip (where pi's HTML export goes when a node is clicked)."""
-    node = node_id
-    while sk.kids.get(node):
-        node = sk.kids[node][-1]
-    return node
-
-
 def is_visible(row: Row, mode: str, labels: Mapping[str, str]) -> bool:
     """pi's /tree filters (tree-selector.ts), for a node that is not the current leaf."""
     if row.empty_assistant:

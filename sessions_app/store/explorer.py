@@ -129,15 +129,17 @@ def around(
 
 
 def newest_leaf(session: Session, node_id: str) -> str:
-    """Follow the newest child down to a tip (pi's HTML export, when a node is clicked). One query.
+    """The tip reached by following the newest child (by time, then file order) down from node_id:
+    where pi's HTML export goes when a node is clicked (findNewestLeaf). One query.
 
-    Label entries are stepped over: they hang off whatever was the leaf when the label was set."""
+    Label entries count, as in pi's tree: a label is appended at the leaf and becomes the leaf, so
+    the session's own leaf is often one."""
     sql = f"""
     WITH RECURSIVE d(entry_id, n) AS (
         SELECT CAST(%s AS VARCHAR(200)), 0
         UNION ALL
         SELECT (SELECT c.entry_id FROM {T} c WHERE c.session_id = %s AND c.parent_id = d.entry_id
-                AND c.entry_id <> d.entry_id AND c.type <> 'label' ORDER BY c.ts_ms DESC, c.seq DESC LIMIT 1), d.n + 1
+                AND c.entry_id <> d.entry_id ORDER BY c.ts_ms DESC, c.seq DESC LIMIT 1), d.n + 1
         FROM d WHERE d.entry_id IS NOT NULL AND d.n < %s
     )
     SELECT entry_id FROM d WHERE entry_id IS NOT NULL ORDER BY n DESC LIMIT 1"""

@@ -45,9 +45,8 @@ class SkeletonTests(unittest.TestCase):
         sk = tv.skeleton([row("r", None), row("a", "r"), row("b", "a"), row("c", "r")])
         self.assertEqual(sk.size, {"r": 4, "a": 2, "b": 1, "c": 1})
 
-    def test_newest_leaf_follows_the_newest_child(self):
+    def test_path_to_a_node(self):
         sk = tv.skeleton([row("r", None), row("a", "r", ts=1), row("b", "r", ts=2), row("b1", "b", ts=3)])
-        self.assertEqual(tv.newest_leaf(sk, "r"), "b1")
         self.assertEqual(tv.path_to(sk, "b1"), ["r", "b", "b1"])
 
 

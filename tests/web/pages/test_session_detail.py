@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from sessions_app.models import Entry
 from sessions_app.render import frames
 from sessions_app.store import services
 from tests.builders import assistant, user
@@ -52,8 +53,25 @@ def test_a_deep_link_opens_that_path_at_the_target(alice_client, tree):
 
 
 def test_a_target_alone_opens_the_newest_leaf_under_it(alice_client, tree):
+    """pi's findNewestLeaf: labels count (the label on u1 was set while a2b was the leaf)."""
+    label = Entry.objects.get(session=tree.session, type="label")
+    assert label.parent_id == tree.ids["a2b"]
     html = alice_client.get(detail(tree, target=tree.ids["u2b"])).content.decode()
-    assert f'data-leaf="{tree.ids["a2b"]}"' in html
+    assert f'data-leaf="{label.entry_id}"' in html
+
+
+def test_a_target_on_the_current_branch_follows_the_session_leaf_even_when_it_is_a_label(alice, alice_client):
+    """A label is appended at the leaf and becomes it: opening an entry above it must land on the
+    session's leaf (the newest leaf used to skip labels, so the page said it was off the leaf)."""
+    session = services.session_create(owner=alice)
+    question = services.entry_append(session=session, payload=user("q"), author=alice)
+    answer = services.entry_append(session=session, payload=assistant("a"), author=alice)
+    label = services.label_set(session=session, target_id=answer.entry_id, label="keep", author=alice)
+    session.refresh_from_db()
+    assert session.leaf_id == label.entry_id
+    html = alice_client.get(f"/sessions/{session.public_id}/", {"target": question.entry_id}).content.decode()
+    assert f'data-leaf="{label.entry_id}"' in html
+    assert "data-following" in html and "off-leaf-note" not in html
 
 
 def test_branch_points_get_a_sibling_switcher(alice_client, tree):
