@@ -25,6 +25,14 @@ class Listing:
     modified_ms: int = 0
 
 
+def session_file_stem(created: str, session_id: str) -> str:
+    """The name pi gives a session's file, without ".jsonl": the header timestamp with ":" and "."
+    made "-", "_", the session id (session-manager.ts). Quotes and control characters are left out,
+    so that it can name a download."""
+    stem = f"{created.replace(':', '-').replace('.', '-')}_{session_id}"
+    return "".join(c for c in stem if c != '"' and c.isprintable())
+
+
 def storable(text: str) -> str:
     """text with unpaired UTF-16 surrogates as U+FFFD. JSON may hold them ("\\ud800", which
     JSON.stringify writes for a string cut inside a pair); UTF-8 databases refuse them."""

@@ -41,7 +41,7 @@ from sessions_app.models import Session
 from sessions_app.render import markup
 from sessions_app.store import explorer, selectors, services
 from sessions_app.store.importing import background
-from sessions_app.web import chat_views, forms
+from sessions_app.web import chat_views, exports, forms
 
 P = ParamSpec("P")
 
@@ -558,20 +558,10 @@ def session_delete(request: HtmxHttpRequest, session: Session) -> HttpResponse:
 @require_GET
 @session_view
 def export_jsonl(request: HtmxHttpRequest, session: Session) -> StreamingHttpResponse:
-    audit.audit_record(action="session.export", obj_type="session", obj_id=session.public_id, extra={"format": "jsonl"})
-    response = StreamingHttpResponse(selectors.export_lines(session=session), content_type="application/x-ndjson")
-    response["Content-Disposition"] = f'attachment; filename="{_file_stem(session)}.jsonl"'
-    return response
+    return exports.jsonl_response(session)
 
 
 @require_GET
 @session_view
 def export_page(request: HtmxHttpRequest, session: Session) -> HttpResponse:
-    audit.audit_record(action="session.export", obj_type="session", obj_id=session.public_id, extra={"format": "html"})
-    response = HttpResponse(markup.export_html(session), content_type="text/html; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="pi-session-{_file_stem(session)}.html"'
-    return response
-
-
-def _file_stem(session: Session) -> str:
-    return "".join(c for c in session.public_id if c.isalnum() or c in "-_")[:80] or "session"
+    return exports.html_response(session)
