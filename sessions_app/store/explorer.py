@@ -23,6 +23,7 @@ from sessions_app.core.tree import TEXTLESS_PREFIX, labels_in_force
 from sessions_app.errors import EntryNotFound
 from sessions_app.models import Entry, Session
 from sessions_app.store import selectors as sel
+from sessions_app.store.batches import in_batches, select_in
 
 T = "sessions_app_entry"
 # pi's /tree hides assistant messages without text; their row text (tree.row_text) starts with
@@ -101,13 +102,10 @@ def subtree(session: Session, node_id: str, limit: int) -> tuple[list[tv.Row], s
 
 
 def _children(session: Session, parents: Sequence[str], roots: bool = False) -> list[tv.Row]:
-    out: list[tv.Row] = []
-    for i in range(0, len(parents), 500):
-        part = parents[i : i + 500]
-        marks = ", ".join(["%s"] * len(part))
-        cond = f"e.parent_id IN ({marks})" + (" OR e.parent_id IS NULL" if roots and i == 0 else "")
-        out += _fetch(f"SELECT {_COLS} FROM {T} e WHERE e.session_id = %s AND ({cond})", [session.pk, *part])
-    return out
+    """The children of parents (and, with roots, the roots), each once."""
+    cond = "e.parent_id IN ({marks})" + (" OR e.parent_id IS NULL" if roots else "")
+    found = select_in(f"SELECT {_COLS} FROM {T} e WHERE e.session_id = %s AND ({cond})", [session.pk], parents)
+    return list({row.id: row for row in map(_row, found)}.values())
 
 
 def around(
@@ -352,16 +350,9 @@ def _conversation(session: Session, path: list[tv.Row], target_id: str) -> tuple
 
 
 def entries_by_id(session: Session, ids: Iterable[str]) -> dict[str, Entry]:
-    wanted = list(ids)
-    found: dict[str, Entry] = {}
-    for i in range(0, len(wanted), 500):
-        for e in (
-            Entry.objects.filter(session=session, entry_id__in=wanted[i : i + 500])
-            .order_by()
-            .only("entry_id", "parent_id", "type", "role", "raw", "ts_ms", "depth", "seq")
-        ):
-            found[e.entry_id] = e
-    return found
+    rows = Entry.objects.filter(session=session).order_by()
+    rows = rows.only("entry_id", "parent_id", "type", "role", "raw", "ts_ms", "depth", "seq")
+    return {e.entry_id: e for e in in_batches(ids, lambda part: rows.filter(entry_id__in=part))}
 
 
 def earlier_entries(session: Session, before_id: str, count: int = CONV_BEFORE) -> tuple[list[Entry], bool]:
@@ -385,7 +376,7 @@ def siblings_for(session: Session, conv: Sequence[Entry]) -> dict[str, tv.Siblin
     parents = list({e.parent_id for e in conv})
     rows = Entry.objects.filter(session=session).exclude(type__in=tv.NOT_SIBLINGS).order_by()
     rows_of = rows.values_list("parent_id", "ts_ms", "seq", "entry_id")
-    found = [r for i in range(0, len(parents), 500) for r in rows_of.filter(_children_of(parents[i : i + 500]))]
+    found = in_batches(parents, lambda part: rows_of.filter(_children_of(part)))
     kids: dict[str | None, list[tuple[tuple[int, int], str]]] = {}
     for parent_id, ts_ms, seq, entry_id in found:
         kids.setdefault(parent_id, []).append((tv.sibling_key(parent_id=parent_id, ts_ms=ts_ms, seq=seq), entry_id))

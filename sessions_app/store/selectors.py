@@ -18,6 +18,7 @@ from sessions_app.core.tree import Node, labels_in_force
 from sessions_app.errors import EntryNotFound
 from sessions_app.models import Entry, Membership, Session
 from sessions_app.store import tree_nodes
+from sessions_app.store.batches import select_in
 
 
 def session_get_for_user(*, user: User | AnonymousUser, public_id: str, need: Capability = "read") -> Session:
@@ -52,16 +53,8 @@ def entry_require(*, session: Session, entry_id: str) -> None:
 def entry_ids_present(*, session: Session, ids: Iterable[str]) -> set[str]:
     """Which of these entry ids the session has (one indexed query, no ORM overhead: this runs on
     every append)."""
-    wanted = list(dict.fromkeys(ids))
-    if not wanted:
-        return set()
-    marks = ", ".join(["%s"] * len(wanted))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT entry_id FROM sessions_app_entry WHERE session_id = %s AND entry_id IN ({marks})",
-            [session.pk, *wanted],
-        )
-        return {row[0] for row in cursor.fetchall()}
+    sql = "SELECT entry_id FROM sessions_app_entry WHERE session_id = %s AND entry_id IN ({marks})"
+    return {row[0] for row in select_in(sql, [session.pk], dict.fromkeys(ids))}
 
 
 def _not_found(entry_id: str) -> EntryNotFound:

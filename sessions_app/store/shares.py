@@ -24,6 +24,7 @@ from sessions_app.core.tree import Node
 from sessions_app.errors import InvalidRequest, SessionNotFound, ShareNotFound
 from sessions_app.models import Entry, Session, ShareLink
 from sessions_app.store import explorer, selectors
+from sessions_app.store.batches import in_batches
 
 TOKEN_PREFIX = "pis_"
 
@@ -197,5 +198,6 @@ def shared_path(share: ShareLink, leaf_id: str | None) -> list[Entry]:
     if leaf_id is None:
         return []
     nodes: list[Node] = selectors.path_nodes(session=share.session, leaf_id=leaf_id)
-    by_id = {e.entry_id: e for e in Entry.objects.filter(session=share.session, entry_id__in=[n.id for n in nodes])}
+    rows = Entry.objects.filter(session=share.session)
+    by_id = {e.entry_id: e for e in in_batches([n.id for n in nodes], lambda part: rows.filter(entry_id__in=part))}
     return [by_id[n.id] for n in nodes]
