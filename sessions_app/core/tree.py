@@ -11,19 +11,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-ENTRY_TYPES = (
-    "message",
-    "model_change",
-    "thinking_level_change",
-    "compaction",
-    "branch_summary",
-    "custom",
-    "custom_message",
-    "label",
-    "session_info",
-)
-
-
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MS = timedelta(milliseconds=1)
 
@@ -120,10 +107,6 @@ def children(idx: TreeIndex, node_id: str | None) -> list[Node]:
 
 def sort_by_time(nodes: list[Node]) -> list[Node]:
     return sorted(nodes, key=lambda n: parse_timestamp_ms(n.data.get("timestamp")) or 0)
-
-
-def is_root(idx: TreeIndex, node: Node) -> bool:
-    return node.parent_id is None or node.parent_id == node.id or node.parent_id not in idx.by_id
 
 
 def labels_in_force(entries: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
@@ -225,17 +208,6 @@ def common_ancestor(idx: TreeIndex, a: str | None, b: str | None) -> str | None:
         if node.id in on_a:
             common = node.id
     return common
-
-
-def descendants_count(idx: TreeIndex, node_id: str) -> int:
-    by_parent: dict[str | None, list[str]] = {}
-    for i in idx.order:
-        by_parent.setdefault(idx.by_id[i].parent_id, []).append(i)
-    count, stack = 0, list(by_parent.get(node_id, []))
-    while stack:
-        count += 1
-        stack.extend(by_parent.get(stack.pop(), []))
-    return count
 
 
 def check_acyclic(parents: Mapping[str, str | None]) -> list[str]:

@@ -240,26 +240,6 @@ def segment_heads(v: View, ids: Sequence[str]) -> list[str]:
     return heads
 
 
-def lane_items(
-    v: View,
-    start: str,
-    *,
-    lo: int,
-    hi: int,
-    depth: int = 0,
-    ids: Sequence[str] | None = None,
-    expand_budget: int = 0,
-    gaps: bool = True,
-) -> list[Item]:
-    """Rows for lane positions [lo, hi), with gaps for the rest of the lane.
-
-    Alternatives are drawn in full while ``expand_budget`` (visible rows) lasts, folded after.
-    """
-    return _lane_items(
-        v, start, lo=lo, hi=hi, depth=depth, ids=ids, budget=[expand_budget], gap_up=gaps and lo > 0, gap_down=gaps
-    )
-
-
 def _lane_items(
     v: View,
     start: str,
