@@ -80,6 +80,10 @@ def _timestamp(entry: Mapping[str, Any]) -> int | None:
     return parse_timestamp_ms(entry.get("timestamp"))  # None stands for JS NaN, written as null
 
 
+# The summary entries' messages: their role, and the field each carries beside the summary.
+_SUMMARY_MESSAGES = {"branch_summary": ("branchSummary", "fromId"), "compaction": ("compactionSummary", "tokensBefore")}
+
+
 def entry_message(node: Node) -> dict[str, Any] | None:
     """The message an entry stands for (pi's getMessageFromEntry): a message entry's own message;
     custom_message, branch_summary and compaction as pi's createCustomMessage,
@@ -99,20 +103,10 @@ def entry_message(node: Node) -> dict[str, Any] | None:
             custom["details"] = data["details"]
         custom["timestamp"] = _timestamp(data)
         return custom
-    if node.type == "branch_summary":
-        return {
-            "role": "branchSummary",
-            "summary": data.get("summary"),
-            "fromId": data.get("fromId"),
-            "timestamp": _timestamp(data),
-        }
-    if node.type == "compaction":
-        return {
-            "role": "compactionSummary",
-            "summary": data.get("summary"),
-            "tokensBefore": data.get("tokensBefore"),
-            "timestamp": _timestamp(data),
-        }
+    summary = _SUMMARY_MESSAGES.get(node.type)
+    if summary is not None:
+        role, field = summary
+        return {"role": role, "summary": data.get("summary"), field: data.get(field), "timestamp": _timestamp(data)}
     return None
 
 
