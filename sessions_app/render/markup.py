@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 import nh3
 from django.utils.html import escape
@@ -284,6 +285,18 @@ def shown_entry(raw: str, entry_id: str) -> Shown:
     if kind == "label":
         return Shown(entry_id, "marker", f"Label {data.get('label') or '(cleared)'} on {data.get('targetId')}")
     return Shown(entry_id, "marker", f"[{kind}]")
+
+
+class StoredEntry(Protocol):
+    entry_id: str
+    raw: str
+
+
+def shown_path(entries: Iterable[StoredEntry]) -> list[Shown]:
+    """Path entries as the conversation draws them: hidden ones left out, each tool result under
+    its call, user messages with their Edit text."""
+    shown = (shown_entry(e.raw, e.entry_id) for e in entries)
+    return attach_results([s for s in shown if s.kind != "hidden"])
 
 
 def attach_results(shown: list[Shown]) -> list[Shown]:

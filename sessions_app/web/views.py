@@ -281,7 +281,7 @@ def _detail_context(request: HtmxHttpRequest, session: Session, params: dict[str
         focus=target_id,
         mode=params["mode"],
     )
-    shown = _shown(data.conversation)
+    shown = markup.shown_path(data.conversation)
     return {
         "session": session,
         "can": _can(request, session),
@@ -320,12 +320,6 @@ def _leaf_path(session: Session, view_leaf: str | None) -> set[str] | None:
     if view_leaf == session.leaf_id or session.leaf_id is None:
         return None
     return {n.id for n in selectors.path_nodes(session=session, leaf_id=session.leaf_id)}
-
-
-def _shown(entries: Iterable[Any]) -> list[markup.Shown]:
-    """Path entries for the conversation (user messages carry their Edit text)."""
-    shown = (markup.shown_entry(e.raw, e.entry_id) for e in entries)
-    return markup.attach_results([s for s in shown if s.kind != "hidden"])
 
 
 def _decorate(
@@ -412,7 +406,7 @@ def conversation_earlier(request: HtmxHttpRequest, session: Session) -> HttpResp
     before = request.GET.get("before", "")
     explorer.entry_row(session, before)
     entries, more = explorer.earlier_entries(session, before)
-    shown = _shown(entries)
+    shown = markup.shown_path(entries)
     leaf = request.GET.get("leaf") or None
     labels = selectors.labels(session=session)
     context = {
