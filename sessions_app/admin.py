@@ -19,6 +19,7 @@ from sessions_app.access import revoke
 from sessions_app.access.signin import AdminSignInForm
 from sessions_app.core import jsjson
 from sessions_app.models import ApiToken, AuditRecord, Entry, Session
+from sessions_app.store import selectors
 
 
 class ReadOnlyMixin:
@@ -83,21 +84,18 @@ class LabelFilter(admin.SimpleListFilter):
     parameter_name = "label"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        previews = Entry.objects.filter(type="label").values_list("preview", flat=True).distinct()[:200]
-        texts = sorted({p[len("[label: ") : -1] for p in previews if p.startswith("[label: ")} - {"(cleared)"})
-        return [(t, t) for t in texts]
+        return [(t, t) for t in sorted(selectors.label_texts(sessions=None))[:200]]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Entry]) -> QuerySet[Entry]:
         """Entries a label entry with this text points at (whether or not a later one cleared it)."""
         if not self.value():
             return queryset
-        targets = set()
-        for session_id, raw in Entry.objects.filter(type="label", preview=f"[label: {self.value()}]").values_list(
-            "session_id", "raw"
-        ):
-            targets.add((session_id, jsjson.loads(raw).get("targetId")))
-        ids = [t for _, t in targets if isinstance(t, str)]
-        return queryset.filter(entry_id__in=ids, session_id__in={s for s, _ in targets})
+        targets = {
+            (session_pk, data["targetId"])
+            for session_pk, data in selectors.label_lines(sessions=None)
+            if data.get("label") == self.value() and isinstance(data.get("targetId"), str)
+        }
+        return queryset.filter(entry_id__in={t for _, t in targets}, session_id__in={s for s, _ in targets})
 
 
 @admin.register(Entry)

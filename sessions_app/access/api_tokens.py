@@ -82,11 +82,6 @@ def api_token_record(token: str) -> ApiToken | None:
     return record
 
 
-def api_token_user(token: str) -> User | None:
-    record = api_token_record(token)
-    return record.user if record is not None else None
-
-
 class BearerToken(HttpBearer):
     """Bearer auth: the token must be live; a read-scoped one may only GET (403 otherwise)."""
 

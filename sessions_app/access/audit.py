@@ -81,7 +81,7 @@ def client_ip(request: HttpRequest) -> str:
     the n-th address from the right of X-Forwarded-For (the one the outermost trusted proxy saw;
     anything left of it is client-supplied and can be forged). Normalized; "" if malformed."""
     candidate = request.META.get("REMOTE_ADDR", "")
-    trusted = int(getattr(settings, "PIWEB_TRUSTED_PROXY_COUNT", 0))
+    trusted = settings.PIWEB_TRUSTED_PROXY_COUNT
     if trusted > 0:
         hops = [h.strip() for h in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if h.strip()]
         if len(hops) >= trusted:

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sessions_app.core import jsjson
-from sessions_app.core.tree import Node, TreeIndex, parse_timestamp_ms, path_to_root
+from sessions_app.core.context import entry_message
+from sessions_app.core.tree import Node, TreeIndex, content_text, path_to_root
 
 Message = dict[str, Any]
 
@@ -80,10 +81,7 @@ def estimate_tokens(message: Mapping[str, Any]) -> int:
     content = message.get("content")
     chars = 0
     if role == "user":
-        if isinstance(content, str):
-            chars = js_len(content)
-        else:
-            chars = sum(js_len(_text(b, "text")) for b in _blocks(content) if b.get("type") == "text")
+        chars = js_len(content_text(content, ""))
     elif role == "assistant":
         for block in _blocks(content):
             kind = block.get("type")
@@ -167,47 +165,6 @@ def estimate_context_tokens(messages: Sequence[Mapping[str, Any]]) -> ContextEst
             return ContextEstimate(usage_tokens + trailing, usage_tokens, trailing, i)
     estimated = sum(estimate_tokens(m) for m in messages)
     return ContextEstimate(estimated, 0, estimated, None)
-
-
-# --- Entry -> message (getMessageFromEntry in compaction.ts) -----------------------------------
-
-
-def _ms(data: Mapping[str, Any]) -> int | None:
-    return parse_timestamp_ms(data.get("timestamp"))  # None stands for JS NaN
-
-
-def message_from_entry(node: Node) -> Message | None:
-    """message, custom_message, branch_summary (even empty) and compaction produce a message."""
-    data = node.data
-    if node.type == "message":
-        message = data.get("message")
-        return message if isinstance(message, dict) else None
-    if node.type == "custom_message":
-        custom: Message = {
-            "role": "custom",
-            "customType": data.get("customType"),
-            "content": data.get("content"),
-            "display": data.get("display"),
-        }
-        if "details" in data:
-            custom["details"] = data["details"]
-        custom["timestamp"] = _ms(data)
-        return custom
-    if node.type == "branch_summary":
-        return {
-            "role": "branchSummary",
-            "summary": data.get("summary"),
-            "fromId": data.get("fromId"),
-            "timestamp": _ms(data),
-        }
-    if node.type == "compaction":
-        return {
-            "role": "compactionSummary",
-            "summary": data.get("summary"),
-            "tokensBefore": data.get("tokensBefore"),
-            "timestamp": _ms(data),
-        }
-    return None
 
 
 # --- Cut points (16.3, 16.4) -------------------------------------------------------------------
@@ -344,7 +301,7 @@ def prepare_compaction(
     prev = next((i for i in range(len(path) - 1, -1, -1) if path[i].type == "compaction"), -1)
     start = prev + 1
     # The previous summary counts toward the current context size.
-    context = [m for n in path[max(prev, 0) :] if (m := message_from_entry(n)) is not None]
+    context = [m for n in path[max(prev, 0) :] if (m := entry_message(n)) is not None]
     tokens_before = estimate_context_tokens(context).tokens
     cut = find_cut_point(path, start=start, end=len(path), keep_recent_tokens=settings.keep_recent_tokens)
     if cut.first_kept_entry_index >= len(path) or not path[cut.first_kept_entry_index].id:
@@ -352,7 +309,7 @@ def prepare_compaction(
     history_end = cut.turn_start_index if cut.is_split_turn else cut.first_kept_entry_index
 
     def messages(lo: int, hi: int) -> list[Message]:
-        return [m for n in path[lo:hi] if (m := message_from_entry(n)) is not None]
+        return [m for n in path[lo:hi] if (m := entry_message(n)) is not None]
 
     to_summarize = messages(start, history_end)
     prefix = messages(cut.turn_start_index, cut.first_kept_entry_index) if cut.is_split_turn else []
@@ -440,19 +397,13 @@ def truncate_for_summary(text: str, max_chars: int = TOOL_RESULT_MAX_CHARS) -> s
     return f"{js_slice(text, max_chars)}\n\n[... {length - max_chars} more characters truncated]"
 
 
-def _joined_text(content: object, joiner: str) -> str:
-    if isinstance(content, str):
-        return content
-    return joiner.join(_text(b, "text") for b in _blocks(content) if b.get("type") == "text")
-
-
 def serialize_conversation(messages: Iterable[Mapping[str, Any]]) -> str:
     """Flatten LLM messages to text so the summarizer reads them instead of continuing them."""
     parts: list[str] = []
     for m in messages:
         role = m.get("role")
         if role == "user":
-            text = _joined_text(m.get("content"), "")
+            text = content_text(m.get("content"), "")
             if text:
                 parts.append(f"[User]: {text}")
         elif role == "assistant":
@@ -477,7 +428,7 @@ def serialize_conversation(messages: Iterable[Mapping[str, Any]]) -> str:
             if calls:
                 parts.append("[Assistant tool calls]: " + "; ".join(calls))
         elif role == "toolResult":
-            text = _joined_text(m.get("content"), "")
+            text = content_text(m.get("content"), "")
             if text:
                 parts.append(f"[Tool result]: {truncate_for_summary(text)}")
     return "\n\n".join(parts)
@@ -752,7 +703,7 @@ def _branch_message(node: Node) -> Message | None:
     # Tool results are skipped: the assistant's tool call already says what happened.
     if node.type == "message" and node.role == "toolResult":
         return None
-    return message_from_entry(node)
+    return entry_message(node)
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,41 +80,42 @@ def _timestamp(entry: Mapping[str, Any]) -> int | None:
     return parse_timestamp_ms(entry.get("timestamp"))  # None stands for JS NaN, written as null
 
 
+# The summary entries' messages: their role, and the field each carries beside the summary.
+_SUMMARY_MESSAGES = {"branch_summary": ("branchSummary", "fromId"), "compaction": ("compactionSummary", "tokensBefore")}
+
+
 def entry_message(node: Node) -> dict[str, Any] | None:
-    """The message an entry contributes to the context, if any (pi's appendMessage)."""
+    """The message an entry stands for (pi's getMessageFromEntry): a message entry's own message;
+    custom_message, branch_summary and compaction as pi's createCustomMessage,
+    createBranchSummaryMessage and createCompactionSummaryMessage make them; None for the rest."""
     data = node.data
     if node.type == "message":
         message = data.get("message")
         return message if isinstance(message, dict) else None
     if node.type == "custom_message":
-        msg: dict[str, Any] = {
+        custom: dict[str, Any] = {
             "role": "custom",
             "customType": data.get("customType"),
             "content": data.get("content"),
             "display": data.get("display"),
         }
-        if "details" in data:
-            msg["details"] = data["details"]
-        msg["timestamp"] = _timestamp(data)
-        return msg
-    if node.type == "branch_summary" and data.get("summary"):
-        return {
-            "role": "branchSummary",
-            "summary": data["summary"],
-            "fromId": data.get("fromId"),
-            "timestamp": _timestamp(data),
-        }
+        if "details" in data:  # JSON.stringify drops an undefined member
+            custom["details"] = data["details"]
+        custom["timestamp"] = _timestamp(data)
+        return custom
+    summary = _SUMMARY_MESSAGES.get(node.type)
+    if summary is not None:
+        role, field = summary
+        return {"role": role, "summary": data.get("summary"), field: data.get(field), "timestamp": _timestamp(data)}
     return None
 
 
-def compaction_message(node: Node) -> dict[str, Any]:
-    data = node.data
-    return {
-        "role": "compactionSummary",
-        "summary": data.get("summary"),
-        "tokensBefore": data.get("tokensBefore"),
-        "timestamp": _timestamp(data),
-    }
+def _context_message(node: Node) -> dict[str, Any] | None:
+    """buildSessionContext's appendMessage: no compaction (its summary leads the context, once) and
+    no branch summary without a summary."""
+    if node.type == "compaction" or (node.type == "branch_summary" and not node.data.get("summary")):
+        return None
+    return entry_message(node)
 
 
 def context_from_path(
@@ -130,7 +131,7 @@ def context_from_path(
     messages: list[dict[str, Any]] = []
 
     def emit(node: Node) -> None:
-        message = entry_message(node)
+        message = _context_message(node)
         if message is not None:
             messages.append(message)
 
@@ -139,7 +140,9 @@ def context_from_path(
             emit(node)
     else:
         compaction = path[compaction_index]
-        messages.append(compaction_message(compaction))
+        summary = entry_message(compaction)
+        assert summary is not None  # a compaction always stands for its summary message
+        messages.append(summary)
         first_kept = compaction.data.get("firstKeptEntryId")
         found = False
         for node in path[:compaction_index]:

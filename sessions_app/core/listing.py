@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sessions_app.core.tree import js_trim, message_text, parse_timestamp_ms
+from sessions_app.core.tree import content_text, js_trim, parse_timestamp_ms
 
 
 class Listed(Protocol):
@@ -23,6 +23,14 @@ class Listing:
     message_count: int = 0
     first_message: str = ""
     modified_ms: int = 0
+
+
+def session_file_stem(created: str, session_id: str) -> str:
+    """The name pi gives a session's file, without ".jsonl": the header timestamp with ":" and "."
+    made "-", "_", the session id (session-manager.ts). Quotes and control characters are left out,
+    so that it can name a download."""
+    stem = f"{created.replace(':', '-').replace('.', '-')}_{session_id}"
+    return "".join(c for c in stem if c != '"' and c.isprintable())
 
 
 def storable(text: str) -> str:
@@ -55,4 +63,4 @@ def update_listing(listed: Listed, data: Mapping[str, Any]) -> None:
             if ms and ms > listed.modified_ms:
                 listed.modified_ms = int(ms)
         if role == "user" and not listed.first_message:
-            listed.first_message = storable(message_text(message))
+            listed.first_message = storable(content_text(message.get("content"), " "))

@@ -11,19 +11,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-ENTRY_TYPES = (
-    "message",
-    "model_change",
-    "thinking_level_change",
-    "compaction",
-    "branch_summary",
-    "custom",
-    "custom_message",
-    "label",
-    "session_info",
-)
-
-
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MS = timedelta(milliseconds=1)
 
@@ -122,28 +109,30 @@ def sort_by_time(nodes: list[Node]) -> list[Node]:
     return sorted(nodes, key=lambda n: parse_timestamp_ms(n.data.get("timestamp")) or 0)
 
 
-def is_root(idx: TreeIndex, node: Node) -> bool:
-    return node.parent_id is None or node.parent_id == node.id or node.parent_id not in idx.by_id
+def labels_in_force(entries: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """pi's label replay (SessionManager's labelsById and labelTimestampsById): the label entries
+    among entries, in file order; one with a non-empty label sets its target's label, one with an
+    empty or absent label clears it. Each labelled entry id maps to the label entry in force, which
+    holds the label and when it was set ("timestamp").
+
+    The dict keeps JavaScript Map order (a re-set target keeps its place, a cleared one leaves).
+    """
+    in_force: dict[str, Mapping[str, Any]] = {}
+    for data in entries:
+        target = data.get("targetId")
+        if data.get("type") != "label" or not isinstance(target, str):
+            continue
+        value = data.get("label")
+        if isinstance(value, str) and value:
+            in_force[target] = data
+        else:
+            in_force.pop(target, None)
+    return in_force
 
 
 def labels(nodes: Iterable[Node]) -> dict[str, str]:
-    """Resolved labels: replay label entries in file order; truthy sets, empty or absent clears.
-
-    The dict keeps JavaScript Map order (a re-set key keeps its place, a cleared one leaves).
-    """
-    resolved: dict[str, str] = {}
-    for node in nodes:
-        if node.type != "label":
-            continue
-        target = node.data.get("targetId")
-        if not isinstance(target, str):
-            continue
-        value = node.data.get("label")
-        if isinstance(value, str) and value:
-            resolved[target] = value
-        else:
-            resolved.pop(target, None)
-    return resolved
+    """Resolved labels: entry id -> label, by labels_in_force."""
+    return {target: data["label"] for target, data in labels_in_force(n.data for n in nodes).items()}
 
 
 # What String.prototype.trim() strips: JavaScript's WhiteSpace and LineTerminator (not str.isspace).
@@ -168,18 +157,48 @@ def session_name(nodes: Iterable[Node]) -> str | None:
     return name
 
 
-def message_text(message: Mapping[str, Any], joiner: str = " ") -> str:
-    """Text of a message: string content, or its text blocks joined."""
-    content = message.get("content")
+def content_text(content: object, joiner: str, *, limit: int | None = None) -> str:
+    """The text of a message's content, as pi reads it everywhere: string content as it is, else
+    its text blocks' texts joined with joiner (``content.filter(c => c.type === "text").map(c =>
+    c.text).join(joiner)``); anything else is "". With limit, only the first limit characters (the
+    rest of a long text is never copied).
+
+    pi's joiners: "" for the editor (navigateTree, fork), the /tree rows and serializeConversation;
+    " " for the session list's first message (extractTextContent); "\n" for a tool result's output
+    in its HTML export.
+    """
     if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return joiner.join(
-            b["text"]
-            for b in content
-            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
-        )
-    return ""
+        return content if limit is None else content[:limit]
+    if not isinstance(content, list):
+        return ""
+    parts: list[str] = []
+    room = limit
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+            text: str = block["text"]
+            if room is not None:
+                room -= len(joiner) if parts else 0
+                text = text[: max(room, 0)]
+                room -= len(text)
+            parts.append(text)
+            if room is not None and room <= 0:
+                break
+    joined = joiner.join(parts)
+    return joined if limit is None else joined[:limit]
+
+
+def message_text(message: Mapping[str, Any], joiner: str = " ") -> str:
+    """content_text of a message object (what piformat.slim keeps of a user message)."""
+    return content_text(message.get("content"), joiner)
+
+
+def editor_text(data: Mapping[str, Any]) -> str:
+    """The text pi puts in the editor for an entry (a user or custom message): continuing or forking
+    from it, and piweb's Edit box. Its text blocks joined with nothing, as pi's navigateTree does."""
+    if data.get("type") == "custom_message":
+        return content_text(data.get("content"), "")
+    message = data.get("message")
+    return content_text(message.get("content"), "") if isinstance(message, dict) else ""
 
 
 def common_ancestor(idx: TreeIndex, a: str | None, b: str | None) -> str | None:
@@ -189,17 +208,6 @@ def common_ancestor(idx: TreeIndex, a: str | None, b: str | None) -> str | None:
         if node.id in on_a:
             common = node.id
     return common
-
-
-def descendants_count(idx: TreeIndex, node_id: str) -> int:
-    by_parent: dict[str | None, list[str]] = {}
-    for i in idx.order:
-        by_parent.setdefault(idx.by_id[i].parent_id, []).append(i)
-    count, stack = 0, list(by_parent.get(node_id, []))
-    while stack:
-        count += 1
-        stack.extend(by_parent.get(stack.pop(), []))
-    return count
 
 
 def check_acyclic(parents: Mapping[str, str | None]) -> list[str]:
@@ -254,22 +262,6 @@ def _tool_call_text(name: object, arguments: object) -> str:
     return f"[{name}]"
 
 
-def _text_head(content: object, limit: int = 400) -> str:
-    """The first limit characters of a message's text (string content or text blocks)."""
-    if isinstance(content, str):
-        return content[:limit]
-    parts: list[str] = []
-    size = 0
-    if isinstance(content, list):
-        for block in content:
-            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
-                parts.append(block["text"][: limit - size])
-                size += len(parts[-1]) + 1
-                if size >= limit:
-                    break
-    return " ".join(parts)
-
-
 # The row text of an assistant message pi's /tree hides (no text, stopped normally); a reply with
 # text always reads "assistant: " + its text, so the prefix tells the two apart exactly.
 TEXTLESS_PREFIX = "assistant · "
@@ -282,7 +274,7 @@ def row_text(data: Mapping[str, Any]) -> str:
         raw_message = data.get("message")
         message: Mapping[str, Any] = raw_message if isinstance(raw_message, dict) else {}
         role = message.get("role")
-        text = _text_head(message.get("content"))
+        text = content_text(message.get("content"), "", limit=400)
         if role == "assistant":
             if not text.strip():
                 stop = message.get("stopReason")
@@ -305,7 +297,7 @@ def row_text(data: Mapping[str, Any]) -> str:
             return _one_line(f"[bash]: {message.get('command')}")
         return _one_line(f"{role}: {text}")
     if kind == "custom_message":
-        return _one_line(f"[{data.get('customType')}]: {_text_head(data.get('content'))}")
+        return _one_line(f"[{data.get('customType')}]: {content_text(data.get('content'), '', limit=400)}")
     if kind == "compaction":
         tokens = data.get("tokensBefore")
         k = round(tokens / 1000) if isinstance(tokens, int | float) else "?"

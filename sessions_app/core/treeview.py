@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 FILTERS = ("default", "no-tools", "user-only", "labeled-only", "all")
 FILTER_LABELS = {
@@ -93,14 +94,6 @@ def path_to(sk: Skeleton, node_id: str | None) -> list[str]:
         node = sk.parent[node]
     path.reverse()
     return path
-
-
-def newest_leaf(sk: Skeleton, node_id: str) -> str:
-    """Follow the newest child down to a tip (where pi's HTML export goes when a node is clicked)."""
-    node = node_id
-    while sk.kids.get(node):
-        node = sk.kids[node][-1]
-    return node
 
 
 def is_visible(row: Row, mode: str, labels: Mapping[str, str]) -> bool:
@@ -245,26 +238,6 @@ def segment_heads(v: View, ids: Sequence[str]) -> list[str]:
             current = node
         heads.append(current)
     return heads
-
-
-def lane_items(
-    v: View,
-    start: str,
-    *,
-    lo: int,
-    hi: int,
-    depth: int = 0,
-    ids: Sequence[str] | None = None,
-    expand_budget: int = 0,
-    gaps: bool = True,
-) -> list[Item]:
-    """Rows for lane positions [lo, hi), with gaps for the rest of the lane.
-
-    Alternatives are drawn in full while ``expand_budget`` (visible rows) lasts, folded after.
-    """
-    return _lane_items(
-        v, start, lo=lo, hi=hi, depth=depth, ids=ids, budget=[expand_budget], gap_up=gaps and lo > 0, gap_down=gaps
-    )
 
 
 def _lane_items(
@@ -442,26 +415,47 @@ class Siblings:
     next: str | None
 
 
-def siblings(sk: Skeleton, node_id: str, *, skip_types: frozenset[str] = frozenset({"label"})) -> Siblings | None:
-    """Where node_id sits among its parent's children (labels left out), for a "2/3" switcher."""
-    parent = sk.parent.get(node_id)
-    if parent is None:
-        sibs = [r for r in sk.kids.get(None, []) if sk.rows[r].type not in skip_types]
-    else:
-        sibs = [k for k in sk.kids.get(parent, []) if sk.rows[k].type not in skip_types]
-    if len(sibs) < 2 or node_id not in sibs:
+# Label entries hang off whatever was the leaf when they were set: never an alternative to switch to.
+NOT_SIBLINGS = frozenset({"label"})
+
+
+def sibling_key(*, parent_id: str | None, ts_ms: int, seq: int) -> tuple[int, int]:
+    """Sort key among siblings, as pi's getTree orders children: by time, equal times in file
+    order; the roots (parent None) stay in file order."""
+    return (0, seq) if parent_id is None else (ts_ms, seq)
+
+
+def siblings(group: Sequence[str], node_id: str) -> Siblings | None:
+    """Where node_id sits among group (its parent's children, or the roots, in sibling_key order and
+    without NOT_SIBLINGS), for a "2/3" switcher; None when there is nothing to switch to."""
+    if len(group) < 2 or node_id not in group:
         return None
-    i = sibs.index(node_id)
+    i = group.index(node_id)
     return Siblings(
         index=i + 1,
-        count=len(sibs),
-        prev=sibs[i - 1] if i > 0 else None,
-        next=sibs[i + 1] if i + 1 < len(sibs) else None,
+        count=len(group),
+        prev=group[i - 1] if i > 0 else None,
+        next=group[i + 1] if i + 1 < len(group) else None,
     )
 
 
-def continue_target(row: Row, parent: str | None) -> tuple[str | None, bool]:
-    """pi's navigateTree leaf rule: (new leaf, whether the entry's text goes to the composer)."""
-    if (row.type == "message" and row.role == "user") or row.type == "custom_message":
-        return parent, True
-    return row.id, False
+class EntryLike(Protocol):
+    """What continue_target reads of an entry (a tree.Node or a treeview.Row)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def parent_id(self) -> str | None: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def role(self) -> str | None: ...
+
+
+def continue_target(entry: EntryLike) -> tuple[str | None, bool]:
+    """pi's navigateTree leaf rule, for "continue from here", forking and /tree navigation: a user or
+    custom message moves the leaf to its parent and its text goes to the editor (tree.editor_text);
+    any other entry becomes the leaf. Returns (new leaf, whether the text goes to the editor)."""
+    if (entry.type == "message" and entry.role == "user") or entry.type == "custom_message":
+        return entry.parent_id, True
+    return entry.id, False

@@ -18,7 +18,7 @@ _local: set[str] = set()  # channel names of this process's open viewers
 
 
 def ttl() -> float:
-    return float(getattr(settings, "PIWEB_PRESENCE_TTL_SECONDS", 90))
+    return float(settings.PIWEB_PRESENCE_TTL_SECONDS)
 
 
 def join(*, session: Session, user: User, channel_name: str) -> list[str]:

@@ -18,6 +18,7 @@ from django.db import transaction
 
 from sessions_app.core import compaction, jsjson
 from sessions_app.core import tree as treelib
+from sessions_app.core import treeview as tv
 from sessions_app.core.clock import now_ms
 from sessions_app.core.tree import Node
 from sessions_app.errors import EntryNotFound, InvalidEntry, TurnNotFound
@@ -144,27 +145,6 @@ def _nav_input(session_pk: int, target_id: str) -> tuple[Session, treelib.TreeIn
     return session, idx, idx.by_id[target_id]
 
 
-def _new_position(target: Node) -> tuple[str | None, str | None]:
-    """pi's navigateTree step 6: (new leaf, editor text)."""
-    if target.type == "message" and target.role == "user":
-        content = target.data["message"].get("content")
-        text = (
-            content
-            if isinstance(content, str)
-            else "".join(b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text")
-        )
-        return target.parent_id, text
-    if target.type == "custom_message":
-        content = target.data.get("content")
-        text = (
-            content
-            if isinstance(content, str)
-            else "".join(b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text")
-        )
-        return target.parent_id, text
-    return target.id, None
-
-
 async def navigate(
     *,
     session: Session,
@@ -180,7 +160,8 @@ async def navigate(
     old_leaf = locked.leaf_id
     if target_id == old_leaf:
         return Navigation(old_leaf, None, None)
-    new_leaf, editor_text = _new_position(target)
+    new_leaf, takes_text = tv.continue_target(target)
+    editor_text = treelib.editor_text(target.data) if takes_text else None
     if summarize:
         entries, _ = compaction.collect_entries_for_branch_summary(idx, old_leaf_id=old_leaf, target_id=target_id)
         registry = registry or registry_from_settings()

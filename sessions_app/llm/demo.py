@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sessions_app.core.compaction import estimate_tokens
+from sessions_app.core.tree import content_text
 from sessions_app.llm.base import (
     ABORTED_MESSAGE,
     Aborted,
@@ -42,10 +43,7 @@ DEMO_MODEL = ModelInfo(
 def _last_user_text(messages: Sequence[Mapping[str, Any]]) -> str:
     for m in reversed(messages):
         if m.get("role") == "user":
-            content = m.get("content")
-            if isinstance(content, str):
-                return content
-            return " ".join(b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text")
+            return content_text(m.get("content"), " ")
     return ""
 
 

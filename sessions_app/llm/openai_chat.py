@@ -15,6 +15,7 @@ from typing import Any
 import openai
 
 from sessions_app.core import jsjson
+from sessions_app.core.tree import content_text
 from sessions_app.llm.base import (
     DoneReason,
     Event,
@@ -42,11 +43,6 @@ _EFFORT = {"minimal": "minimal", "low": "low", "medium": "medium", "high": "high
 
 def _data_url(block: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "image_url", "image_url": {"url": f"data:{block.get('mimeType')};base64,{block.get('data')}"}}
-
-
-def _texts(content: Any, joiner: str) -> str:
-    blocks = content if isinstance(content, list) else []
-    return joiner.join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
 
 
 def convert_messages(
@@ -78,7 +74,7 @@ def convert_messages(
             while i < len(messages) and messages[i].get("role") == "toolResult":
                 result = messages[i]
                 blocks = [b for b in result.get("content") or [] if isinstance(b, dict)]
-                text = _texts(blocks, "\n")
+                text = content_text(blocks, "\n")
                 out.append(
                     {
                         "role": "tool",

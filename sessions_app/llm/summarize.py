@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from sessions_app.core.compaction import Summarize, SummaryRequest
+from sessions_app.core.tree import content_text
 from sessions_app.llm.assemble import collect
 from sessions_app.llm.base import ModelInfo, Provider, ThinkingLevel
 
@@ -32,6 +33,6 @@ def summarizer(*, provider: Provider, model: ModelInfo, abort: asyncio.Event, ti
         )
         if message["stopReason"] in ("error", "aborted"):
             raise SummaryFailed(f"Summarization failed: {message.get('errorMessage') or 'Unknown error'}")
-        return "\n".join(b["text"] for b in message["content"] if b.get("type") == "text")
+        return content_text(message["content"], "\n")
 
     return summarize

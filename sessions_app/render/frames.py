@@ -30,14 +30,6 @@ HIDDEN_TYPES = frozenset({"label", "custom"})
 def _message_html(session_id: str, entry_id: str, raw: str) -> str:
     """A finished entry, rendered once per process however many viewers receive it (entries never change)."""
     shown = markup.shown_entry(raw, entry_id)
-    if shown.kind == "user":
-        data = jsjson.loads(raw)
-        content = data.get("message", {}).get("content")
-        shown.data["text"] = (
-            content
-            if isinstance(content, str)
-            else "".join(b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text")
-        )
     return render_to_string("sessions_app/chat/message.html", {"s": shown, "session_id": session_id})
 
 

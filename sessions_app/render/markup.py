@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 import nh3
 from django.utils.html import escape
@@ -22,6 +23,7 @@ from pygments.lexers import get_lexer_by_name  # type: ignore[import-untyped]
 from pygments.util import ClassNotFound  # type: ignore[import-untyped]
 
 from sessions_app.core import jsjson
+from sessions_app.core.tree import content_text, editor_text
 
 TRUNCATE_CHARS = 2000
 TRUNCATE_LINES = 40
@@ -174,12 +176,7 @@ def _truncate(text: str) -> tuple[str, bool]:
 
 def output_block(content: Any, *, full: bool = False, is_error: bool = False) -> Block:
     """A tool result's text (truncated unless full) and how many images it has."""
-    if isinstance(content, str):
-        text = content
-    elif isinstance(content, list):
-        text = "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
-    else:
-        text = ""
+    text = content_text(content, "\n")
     shown, cut = (text, False) if full else _truncate(text)
     return Block(kind="output", text=shown, truncated=cut, is_error=is_error)
 
@@ -247,7 +244,8 @@ def shown_entry(raw: str, entry_id: str) -> Shown:
         role = message.get("role")
         content = message.get("content")
         if role == "user":
-            return Shown(entry_id, "user", "You", _content_blocks(content))
+            # The Edit box's text: what pi puts in the editor for this message.
+            return Shown(entry_id, "user", "You", _content_blocks(content), data={"text": editor_text(data)})
         if role == "assistant":
             blocks = _content_blocks(content)
             stop = message.get("stopReason")
@@ -300,6 +298,18 @@ def shown_entry(raw: str, entry_id: str) -> Shown:
     if kind == "label":
         return Shown(entry_id, "marker", f"Label {data.get('label') or '(cleared)'} on {data.get('targetId')}")
     return Shown(entry_id, "marker", f"[{kind}]")
+
+
+class StoredEntry(Protocol):
+    entry_id: str
+    raw: str
+
+
+def shown_path(entries: Iterable[StoredEntry]) -> list[Shown]:
+    """Path entries as the conversation draws them: hidden ones left out, each tool result under
+    its call, user messages with their Edit text."""
+    shown = (shown_entry(e.raw, e.entry_id) for e in entries)
+    return attach_results([s for s in shown if s.kind != "hidden"])
 
 
 def attach_results(shown: list[Shown]) -> list[Shown]:

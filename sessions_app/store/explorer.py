@@ -8,6 +8,7 @@ opened. Each function issues a fixed number of queries whatever the session's si
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,12 +18,12 @@ from django.core.paginator import Page, Paginator
 from django.db import connection
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from sessions_app.core import jsjson
 from sessions_app.core import treeview as tv
-from sessions_app.core.tree import TEXTLESS_PREFIX
+from sessions_app.core.tree import TEXTLESS_PREFIX, labels_in_force
 from sessions_app.errors import EntryNotFound
 from sessions_app.models import Entry, Session
 from sessions_app.store import selectors as sel
+from sessions_app.store.batches import in_batches, select_in
 
 T = "sessions_app_entry"
 # pi's /tree hides assistant messages without text; their row text (tree.row_text) starts with
@@ -101,13 +102,10 @@ def subtree(session: Session, node_id: str, limit: int) -> tuple[list[tv.Row], s
 
 
 def _children(session: Session, parents: Sequence[str], roots: bool = False) -> list[tv.Row]:
-    out: list[tv.Row] = []
-    for i in range(0, len(parents), 500):
-        part = parents[i : i + 500]
-        marks = ", ".join(["%s"] * len(part))
-        cond = f"e.parent_id IN ({marks})" + (" OR e.parent_id IS NULL" if roots and i == 0 else "")
-        out += _fetch(f"SELECT {_COLS} FROM {T} e WHERE e.session_id = %s AND ({cond})", [session.pk, *part])
-    return out
+    """The children of parents (and, with roots, the roots), each once."""
+    cond = "e.parent_id IN ({marks})" + (" OR e.parent_id IS NULL" if roots else "")
+    found = select_in(f"SELECT {_COLS} FROM {T} e WHERE e.session_id = %s AND ({cond})", [session.pk], parents)
+    return list({row.id: row for row in map(_row, found)}.values())
 
 
 def around(
@@ -129,15 +127,17 @@ def around(
 
 
 def newest_leaf(session: Session, node_id: str) -> str:
-    """Follow the newest child down to a tip (pi's HTML export, when a node is clicked). One query.
+    """The tip reached by following the newest child (by time, then file order) down from node_id:
+    where pi's HTML export goes when a node is clicked (findNewestLeaf). One query.
 
-    Label entries are stepped over: they hang off whatever was the leaf when the label was set."""
+    Label entries count, as in pi's tree: a label is appended at the leaf and becomes the leaf, so
+    the session's own leaf is often one."""
     sql = f"""
     WITH RECURSIVE d(entry_id, n) AS (
         SELECT CAST(%s AS VARCHAR(200)), 0
         UNION ALL
         SELECT (SELECT c.entry_id FROM {T} c WHERE c.session_id = %s AND c.parent_id = d.entry_id
-                AND c.entry_id <> d.entry_id AND c.type <> 'label' ORDER BY c.ts_ms DESC, c.seq DESC LIMIT 1), d.n + 1
+                AND c.entry_id <> d.entry_id ORDER BY c.ts_ms DESC, c.seq DESC LIMIT 1), d.n + 1
         FROM d WHERE d.entry_id IS NOT NULL AND d.n < %s
     )
     SELECT entry_id FROM d WHERE entry_id IS NOT NULL ORDER BY n DESC LIMIT 1"""
@@ -152,11 +152,6 @@ def entry_row(session: Session, entry_id: str) -> tv.Row:
     if not rows:
         raise EntryNotFound(f"Entry {entry_id} not found", entryId=entry_id)
     return rows[0]
-
-
-def session_labels(session: Session) -> dict[str, str]:
-    """Resolved labels (last label entry in file order wins)."""
-    return sel.labels(session=session)
 
 
 def last_entry_id(session: Session) -> str | None:
@@ -216,7 +211,7 @@ class Page_:
 
 
 def page(session: Session, *, place: Place, mode: str, search: str = "") -> Page_:
-    labels = session_labels(session)
+    labels = sel.labels(session=session)
     path: list[tv.Row] = []
     tree = TreePanel([], [], {}, labels, set(), mode, None, 0, search)
     conv: list[Entry] = []
@@ -295,7 +290,7 @@ def gap_panel(
     session: Session, *, node_id: str, up: bool, depth: int, mode: str, leaf_id: str | None
 ) -> tuple[list[tv.Item], dict[str, tv.Row], set[str]]:
     """Rows for an opened gap: the CHUNK entries above node_id (on the viewed path) or below it."""
-    labels = session_labels(session)
+    labels = sel.labels(session=session)
     keep = [session.leaf_id, leaf_id]
     if up:
         chain = list(reversed(walk_up(session, node_id, CHUNK * (3 if mode in ("default", "no-tools") else 10))))
@@ -330,7 +325,7 @@ def gap_panel(
 
 def branch_panel(session: Session, *, node_id: str, depth: int, mode: str) -> tuple[list[tv.Item], dict[str, tv.Row]]:
     """A folded alternative opened: its lane's first CHUNK rows, further alternatives folded."""
-    labels = session_labels(session)
+    labels = sel.labels(session=session)
     below, explored = subtree(session, node_id, CHUNK * 4)
     rows = {r.id: r for r in below}
     v = tv.view(tv.skeleton(rows.values()), mode=mode, labels=labels, keep=[session.leaf_id, node_id], path=[])
@@ -355,16 +350,9 @@ def _conversation(session: Session, path: list[tv.Row], target_id: str) -> tuple
 
 
 def entries_by_id(session: Session, ids: Iterable[str]) -> dict[str, Entry]:
-    wanted = list(ids)
-    found: dict[str, Entry] = {}
-    for i in range(0, len(wanted), 500):
-        for e in (
-            Entry.objects.filter(session=session, entry_id__in=wanted[i : i + 500])
-            .order_by()
-            .only("entry_id", "parent_id", "type", "role", "raw", "ts_ms", "depth", "seq")
-        ):
-            found[e.entry_id] = e
-    return found
+    rows = Entry.objects.filter(session=session).order_by()
+    rows = rows.only("entry_id", "parent_id", "type", "role", "raw", "ts_ms", "depth", "seq")
+    return {e.entry_id: e for e in in_batches(ids, lambda part: rows.filter(entry_id__in=part))}
 
 
 def earlier_entries(session: Session, before_id: str, count: int = CONV_BEFORE) -> tuple[list[Entry], bool]:
@@ -375,48 +363,29 @@ def earlier_entries(session: Session, before_id: str, count: int = CONV_BEFORE) 
     return [entries[r.id] for r in chain if r.id in entries], more
 
 
+def _children_of(parents: Sequence[str | None]) -> Q:
+    """Entries whose parent is one of parents (None in parents: the roots)."""
+    ids = [p for p in parents if p is not None]
+    cond = Q(parent_id__in=ids)
+    return cond | Q(parent_id=None) if len(ids) < len(parents) else cond
+
+
 def siblings_for(session: Session, conv: Sequence[Entry]) -> dict[str, tv.Siblings]:
-    """For each drawn entry whose parent branches: its place among the alternatives (one query)."""
-    parents = sorted({e.parent_id for e in conv if e.parent_id is not None})
-    if not parents:
-        return {}
-    kids: dict[str | None, list[tuple[int, int, str]]] = {}
-    for i in range(0, len(parents), 500):
-        part = parents[i : i + 500]
-        rows = (
-            Entry.objects.filter(session=session, parent_id__in=part)
-            .exclude(type="label")
-            .order_by()
-            .values_list("parent_id", "ts_ms", "seq", "entry_id")
-        )
-        for parent_id, ts_ms, seq, entry_id in rows:
-            kids.setdefault(parent_id, []).append((ts_ms, seq, entry_id))
+    """For each drawn entry whose parent branches (or that is one of several roots): its place
+    among the alternatives (tv.siblings)."""
+    parents = list({e.parent_id for e in conv})
+    rows = Entry.objects.filter(session=session).exclude(type__in=tv.NOT_SIBLINGS).order_by()
+    rows_of = rows.values_list("parent_id", "ts_ms", "seq", "entry_id")
+    found = in_batches(parents, lambda part: rows_of.filter(_children_of(part)))
+    kids: dict[str | None, list[tuple[tuple[int, int], str]]] = {}
+    for parent_id, ts_ms, seq, entry_id in found:
+        kids.setdefault(parent_id, []).append((tv.sibling_key(parent_id=parent_id, ts_ms=ts_ms, seq=seq), entry_id))
     out: dict[str, tv.Siblings] = {}
     for e in conv:
-        group = sorted(kids.get(e.parent_id, []))
-        ids = [g[2] for g in group]
-        if len(ids) > 1 and e.entry_id in ids:
-            i = ids.index(e.entry_id)
-            out[e.entry_id] = tv.Siblings(
-                i + 1, len(ids), ids[i - 1] if i > 0 else None, ids[i + 1] if i + 1 < len(ids) else None
-            )
+        place = tv.siblings([entry_id for _, entry_id in sorted(kids.get(e.parent_id, []))], e.entry_id)
+        if place is not None:
+            out[e.entry_id] = place
     return out
-
-
-def user_text(entry: Entry) -> str:
-    """The text pi puts in the editor when continuing from a user or custom message."""
-    data = jsjson.loads(entry.raw)
-    if entry.type == "custom_message":
-        content = data.get("content")
-        if isinstance(content, str):
-            return content
-    else:
-        content = (data.get("message") or {}).get("content")
-        if isinstance(content, str):
-            return content
-    if isinstance(content, list):
-        return "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
-    return ""
 
 
 # --- session list ------------------------------------------------------------------------------
@@ -439,31 +408,22 @@ def session_list(
             Q(name__icontains=word) | Q(first_message__icontains=word) | Q(public_id__icontains=word) | Exists(in_text)
         )
     if label:
-        tagged = Entry.objects.filter(session=OuterRef("pk"), type="label", preview=f"[label: {label}]")
-        sessions = sessions.filter(Exists(tagged))
+        sessions = sessions.filter(pk__in=sel.label_texts(sessions=sessions).get(label, set()))
     return sessions.order_by(*SORTS.get(sort, SORTS["modified"]))
 
 
 def labels_by_session(sessions: Sequence[Session]) -> dict[int, list[str]]:
     """Resolved labels of each session (distinct texts, sorted), in one query."""
-    out: dict[int, dict[str, str]] = {s.pk: {} for s in sessions}
-    rows = Entry.objects.filter(session__in=list(out), type="label").order_by()
-    for session_id, _, raw in sorted(rows.values_list("session_id", "seq", "raw")):
-        data = jsjson.loads(raw)
-        target, value = data.get("targetId"), data.get("label")
-        if isinstance(value, str) and value:
-            out[session_id][target] = value
-        else:
-            out[session_id].pop(target, None)
-    return {k: sorted(set(v.values())) for k, v in out.items()}
+    lines = sel.label_lines(sessions=[s.pk for s in sessions])
+    out: dict[int, list[str]] = {s.pk: [] for s in sessions}
+    for session_pk, group in itertools.groupby(lines, key=lambda line: line[0]):
+        out[session_pk] = sorted({data["label"] for data in labels_in_force(data for _, data in group).values()})
+    return out
 
 
 def all_labels(*, user: User | AnonymousUser) -> list[str]:
     """Every label text the user has ever set (for the list's label filter)."""
-    sessions = sel.session_list_for_user(user=user)
-    previews = Entry.objects.filter(session__in=sessions, type="label").values_list("preview", flat=True).distinct()
-    texts = {p[len("[label: ") : -1] for p in previews[:2000] if p.startswith("[label: ") and p != "[label: (cleared)]"}
-    return sorted(texts)
+    return sorted(sel.label_texts(sessions=sel.session_list_for_user(user=user)))
 
 
 def paginate(sessions: QuerySet[Session], page_number: str | int | None, per_page: int = 25) -> Page[Session]:

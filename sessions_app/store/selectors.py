@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import orjson
@@ -14,10 +14,11 @@ from sessions_app.access import permissions
 from sessions_app.access.permissions import Capability
 from sessions_app.core import context as ctx
 from sessions_app.core import jsjson
-from sessions_app.core.tree import Node
+from sessions_app.core.tree import Node, labels_in_force
 from sessions_app.errors import EntryNotFound
 from sessions_app.models import Entry, Membership, Session
 from sessions_app.store import tree_nodes
+from sessions_app.store.batches import select_in
 
 
 def session_get_for_user(*, user: User | AnonymousUser, public_id: str, need: Capability = "read") -> Session:
@@ -52,16 +53,8 @@ def entry_require(*, session: Session, entry_id: str) -> None:
 def entry_ids_present(*, session: Session, ids: Iterable[str]) -> set[str]:
     """Which of these entry ids the session has (one indexed query, no ORM overhead: this runs on
     every append)."""
-    wanted = list(dict.fromkeys(ids))
-    if not wanted:
-        return set()
-    marks = ", ".join(["%s"] * len(wanted))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT entry_id FROM sessions_app_entry WHERE session_id = %s AND entry_id IN ({marks})",
-            [session.pk, *wanted],
-        )
-        return {row[0] for row in cursor.fetchall()}
+    sql = "SELECT entry_id FROM sessions_app_entry WHERE session_id = %s AND entry_id IN ({marks})"
+    return {row[0] for row in select_in(sql, [session.pk], dict.fromkeys(ids))}
 
 
 def _not_found(entry_id: str) -> EntryNotFound:
@@ -126,17 +119,37 @@ def children(*, session: Session, entry_id: str | None) -> QuerySet[Entry]:
     return query.order_by("seq") if entry_id is None else query.order_by("ts_ms", "seq")
 
 
+def label_lines(*, sessions: QuerySet[Session] | Iterable[int] | None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(session pk, label entry) for the label entries of these sessions (None: of every session),
+    read from the stored lines, each session's in file order."""
+    rows = Entry.objects.filter(type="label")
+    if sessions is not None:
+        rows = rows.filter(session__in=sessions)
+    for session_pk, raw in rows.order_by("session_id", "seq").values_list("session_id", "raw").iterator(2000):
+        yield session_pk, jsjson.loads(raw)
+
+
+def label_texts(*, sessions: QuerySet[Session] | Iterable[int] | None) -> dict[str, set[int]]:
+    """Every label text ever set in these sessions (None: in every session), with the sessions
+    (pks) it was set in. Read from the label entries themselves: a label's row preview is display
+    text, cut at 200 characters."""
+    texts: dict[str, set[int]] = {}
+    for session_pk, data in label_lines(sessions=sessions):
+        text = data.get("label")
+        if isinstance(text, str) and text:
+            texts.setdefault(text, set()).add(session_pk)
+    return texts
+
+
+def label_entries_in_force(*, session: Session) -> dict[str, Mapping[str, Any]]:
+    """The label entry in force for each labelled entry (tree.labels_in_force): its "label", and
+    when it was set ("timestamp", pi's labelTimestampsById)."""
+    return labels_in_force(data for _, data in label_lines(sessions=[session.pk]))
+
+
 def labels(*, session: Session) -> dict[str, str]:
     """Resolved labels, last label entry wins (in file order, whatever the branch)."""
-    resolved: dict[str, str] = {}
-    for raw in Entry.objects.filter(session=session, type="label").order_by("seq").values_list("raw", flat=True):
-        data = jsjson.loads(raw)
-        target, value = data.get("targetId"), data.get("label")
-        if isinstance(value, str) and value:
-            resolved[target] = value
-        else:
-            resolved.pop(target, None)
-    return resolved
+    return {target: data["label"] for target, data in label_entries_in_force(session=session).items()}
 
 
 def tree_flat(*, session: Session) -> dict[str, Any]:

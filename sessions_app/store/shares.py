@@ -23,7 +23,8 @@ from sessions_app.access import audit, permissions
 from sessions_app.core.tree import Node
 from sessions_app.errors import InvalidRequest, SessionNotFound, ShareNotFound
 from sessions_app.models import Entry, Session, ShareLink
-from sessions_app.store import selectors
+from sessions_app.store import explorer, selectors
+from sessions_app.store.batches import in_batches
 
 TOKEN_PREFIX = "pis_"
 
@@ -178,7 +179,7 @@ def shared_tree(share: ShareLink, scope: set[str] | None) -> tuple[list[SharedRo
 
 def shared_leaf(share: ShareLink, scope: set[str] | None, requested: str | None) -> str | None:
     """The leaf to show: the one asked for if in scope (ShareNotFound otherwise), else the
-    session's leaf if in scope, else the newest leaf below the shared entry."""
+    session's leaf if in scope, else the newest leaf below the shared entry (explorer.newest_leaf)."""
     session = share.session
     if requested:
         if scope is not None and requested not in scope:
@@ -187,10 +188,8 @@ def shared_leaf(share: ShareLink, scope: set[str] | None, requested: str | None)
         return requested
     if scope is None or session.leaf_id in scope:
         return session.leaf_id
-    # The newest leaf of the branch: every entry on the path above the shared one has a child in scope.
-    rows = Entry.objects.filter(session=session, entry_id__in=scope).values_list("entry_id", "parent_id", "seq")
-    parents = {parent for _, parent, _ in rows}
-    return max((seq, entry_id) for entry_id, _, seq in rows if entry_id not in parents)[1]
+    assert share.entry_id is not None  # a scope is a branch's
+    return explorer.newest_leaf(session, share.entry_id)  # its subtree is all in scope
 
 
 def shared_path(share: ShareLink, leaf_id: str | None) -> list[Entry]:
@@ -199,5 +198,6 @@ def shared_path(share: ShareLink, leaf_id: str | None) -> list[Entry]:
     if leaf_id is None:
         return []
     nodes: list[Node] = selectors.path_nodes(session=share.session, leaf_id=leaf_id)
-    by_id = {e.entry_id: e for e in Entry.objects.filter(session=share.session, entry_id__in=[n.id for n in nodes])}
+    rows = Entry.objects.filter(session=share.session)
+    by_id = {e.entry_id: e for e in in_batches([n.id for n in nodes], lambda part: rows.filter(entry_id__in=part))}
     return [by_id[n.id] for n in nodes]

@@ -9,7 +9,6 @@ import orjson
 from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.urls import reverse
-from django.utils.http import content_disposition_header
 from ninja import Body, File, Form, Router, Status, UploadedFile
 
 from sessions_app.access import audit, teams
@@ -18,6 +17,7 @@ from sessions_app.errors import InvalidEntry
 from sessions_app.models import Session
 from sessions_app.store import selectors, services, shares
 from sessions_app.store.importing import pipeline
+from sessions_app.web import exports
 from sessions_app.web.schemas import (
     ContextOut,
     EntryCreatedOut,
@@ -108,18 +108,7 @@ def session_delete(request: HttpRequest, session_id: str) -> Status[None]:
 
 @router.get("/{session_id}/export.jsonl", url_name="session_export")
 def session_export(request: HttpRequest, session_id: str) -> StreamingHttpResponse:
-    session = _session(request, session_id)
-    audit.audit_record(action="session.export", obj_type="session", obj_id=session.public_id, extra={"format": "jsonl"})
-    response = StreamingHttpResponse(selectors.export_lines(session=session), content_type="application/x-ndjson")
-    # RFC 6266 quoting: imported ids may hold non-ASCII or control characters.
-    response["Content-Disposition"] = content_disposition_header(True, export_filename(session)) or "attachment"
-    return response
-
-
-def export_filename(session: Any) -> str:
-    """pi's file name: <header timestamp with : and . as -> _ <session id>.jsonl"""
-    stamp = session.created.replace(":", "-").replace(".", "-")
-    return f"{stamp}_{session.public_id}.jsonl".replace('"', "")
+    return exports.jsonl_response(_session(request, session_id))
 
 
 @router.get("/{session_id}/context", response=ContextOut, url_name="session_context")

@@ -11,7 +11,7 @@ from sessions_app.core.treeview import FILTERS
 
 class ListQueryForm(forms.Form):
     q = forms.CharField(required=False, max_length=200)
-    label = forms.CharField(required=False, max_length=200)
+    label = forms.CharField(required=False, strip=False)  # exactly a label's text, however long
     sort = forms.ChoiceField(
         required=False,
         choices=[("modified", "Last modified"), ("created", "Created"), ("name", "Name"), ("messages", "Messages")],

@@ -136,9 +136,7 @@ def shared_page(request: HttpRequest, token: str) -> HttpResponse:
     scope = shares.share_scope(share)
     leaf = shares.shared_leaf(share, scope, request.GET.get("leaf") or None)
     path = shares.shared_path(share, leaf)
-    shown = markup.attach_results(
-        [s for s in (markup.shown_entry(e.raw, e.entry_id) for e in path) if s.kind != "hidden"]
-    )
+    shown = markup.shown_path(path)
     rows, cut = shares.shared_tree(share, scope)
     on_path = {e.entry_id for e in path}
     shares.share_viewed(share=share)

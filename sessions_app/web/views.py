@@ -35,13 +35,13 @@ from sessions_app.access.permissions import Capability
 from sessions_app.core import jsjson
 from sessions_app.core import treeview as tv
 from sessions_app.core.clock import now_ms
-from sessions_app.core.tree import TEXTLESS_PREFIX
+from sessions_app.core.tree import TEXTLESS_PREFIX, editor_text
 from sessions_app.errors import ImportNotFound, InvalidRequest
 from sessions_app.models import Session
 from sessions_app.render import markup
 from sessions_app.store import explorer, selectors, services
 from sessions_app.store.importing import background
-from sessions_app.web import chat_views, forms
+from sessions_app.web import chat_views, exports, forms
 
 P = ParamSpec("P")
 
@@ -281,7 +281,7 @@ def _detail_context(request: HtmxHttpRequest, session: Session, params: dict[str
         focus=target_id,
         mode=params["mode"],
     )
-    shown = _shown(data.conversation)
+    shown = markup.shown_path(data.conversation)
     return {
         "session": session,
         "can": _can(request, session),
@@ -320,26 +320,6 @@ def _leaf_path(session: Session, view_leaf: str | None) -> set[str] | None:
     if view_leaf == session.leaf_id or session.leaf_id is None:
         return None
     return {n.id for n in selectors.path_nodes(session=session, leaf_id=session.leaf_id)}
-
-
-def _shown(entries: Iterable[Any]) -> list[markup.Shown]:
-    """Path entries for the conversation; user messages keep their plain text (for Edit)."""
-    out = []
-    for e in entries:
-        s = markup.shown_entry(e.raw, e.entry_id)
-        if s.kind == "hidden":
-            continue
-        if s.kind == "user":
-            content = jsjson.loads(e.raw).get("message", {}).get("content")
-            s.data["text"] = (
-                content
-                if isinstance(content, str)
-                else "\n".join(
-                    b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"
-                )
-            )
-        out.append(s)
-    return markup.attach_results(out)
 
 
 def _decorate(
@@ -394,7 +374,7 @@ def tree_gap(request: HtmxHttpRequest, session: Session) -> HttpResponse:
     items, rows, on_path = explorer.gap_panel(
         session, node_id=d["node"], up=d["up"], depth=d.get("d") or 0, mode=mode, leaf_id=d.get("leaf") or None
     )
-    labels = explorer.session_labels(session)
+    labels = selectors.labels(session=session)
     pres = Presenter(
         session, rows=rows, labels=labels, on_path=on_path, view_leaf=d.get("leaf") or None, focus=None, mode=mode
     )
@@ -411,7 +391,7 @@ def tree_branch(request: HtmxHttpRequest, session: Session) -> HttpResponse:
     mode = d.get("filter") or "default"
     explorer.entry_row(session, d["node"])
     items, rows = explorer.branch_panel(session, node_id=d["node"], depth=d.get("d") or 1, mode=mode)
-    labels = explorer.session_labels(session)
+    labels = selectors.labels(session=session)
     pres = Presenter(session, rows=rows, labels=labels, on_path=set(), view_leaf=None, focus=None, mode=mode)
     return render(request, "sessions_app/partials/tree_items.html", _tree_ctx(session, pres.items(items), mode, d))
 
@@ -426,9 +406,9 @@ def conversation_earlier(request: HtmxHttpRequest, session: Session) -> HttpResp
     before = request.GET.get("before", "")
     explorer.entry_row(session, before)
     entries, more = explorer.earlier_entries(session, before)
-    shown = _shown(entries)
+    shown = markup.shown_path(entries)
     leaf = request.GET.get("leaf") or None
-    labels = explorer.session_labels(session)
+    labels = selectors.labels(session=session)
     context = {
         "session": session,
         "can": _can(request, session),
@@ -490,12 +470,12 @@ def entry_continue(request: HtmxHttpRequest, session: Session) -> HttpResponse:
     its text in the composer; anything else becomes the leaf."""
     d = _entry_form(request, session, forms.EntryForm)
     row = explorer.entry_row(session, d["entry"])
-    new_leaf, takes_text = tv.continue_target(row, row.parent_id)
+    new_leaf, takes_text = tv.continue_target(row)
     services.leaf_move(session=session, entry_id=new_leaf)
     key = f"draft:{session.public_id}"
     if takes_text:
         entry = selectors.entry_get(session=session, entry_id=row.id)
-        request.session[key] = explorer.user_text(entry)
+        request.session[key] = editor_text(jsjson.loads(entry.raw))
     else:
         request.session.pop(key, None)
     view_leaf = new_leaf or row.id
@@ -520,12 +500,11 @@ def entry_fork(request: HtmxHttpRequest, session: Session) -> HttpResponse:
     """A new session with the path to this entry (from a user message: to its parent, text to the composer)."""
     d = _entry_form(request, session, forms.EntryForm)
     row = explorer.entry_row(session, d["entry"])
-    at, takes_text = tv.continue_target(row, row.parent_id)
+    at, takes_text = tv.continue_target(row)
     fork = services.session_fork(session=session, entry_id=at or row.id, owner=_request_user(request))
     if takes_text and at is not None:
-        request.session[f"draft:{fork.public_id}"] = explorer.user_text(
-            selectors.entry_get(session=session, entry_id=row.id)
-        )
+        entry = selectors.entry_get(session=session, entry_id=row.id)
+        request.session[f"draft:{fork.public_id}"] = editor_text(jsjson.loads(entry.raw))
     url = page_url(fork)
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
@@ -573,20 +552,10 @@ def session_delete(request: HtmxHttpRequest, session: Session) -> HttpResponse:
 @require_GET
 @session_view
 def export_jsonl(request: HtmxHttpRequest, session: Session) -> StreamingHttpResponse:
-    audit.audit_record(action="session.export", obj_type="session", obj_id=session.public_id, extra={"format": "jsonl"})
-    response = StreamingHttpResponse(selectors.export_lines(session=session), content_type="application/x-ndjson")
-    response["Content-Disposition"] = f'attachment; filename="{_file_stem(session)}.jsonl"'
-    return response
+    return exports.jsonl_response(session)
 
 
 @require_GET
 @session_view
 def export_page(request: HtmxHttpRequest, session: Session) -> HttpResponse:
-    audit.audit_record(action="session.export", obj_type="session", obj_id=session.public_id, extra={"format": "html"})
-    response = HttpResponse(markup.export_html(session), content_type="text/html; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="pi-session-{_file_stem(session)}.html"'
-    return response
-
-
-def _file_stem(session: Session) -> str:
-    return "".join(c for c in session.public_id if c.isalnum() or c in "-_")[:80] or "session"
+    return exports.html_response(session)

@@ -77,6 +77,19 @@ def test_branch_link_stays_inside_its_branch(branched):
     assert shown_ids(inside_page) == inside
 
 
+def test_a_branch_link_opens_the_newest_leaf_as_the_session_page_does(branched):
+    """Off the session's leaf, a branch link shows the tip reached through the newest children
+    (explorer.newest_leaf, pi's findNewestLeaf), not the entry written last."""
+    s, ids, admin = branched.sessions["team"], branched.ids["team"], branched.users["admin"]
+    newer = services.entry_append(session=s, payload=user("newer branch"), parent_id=ids["u2b"], author=admin)
+    services.entry_append(session=s, payload=user("written last"), parent_id=ids["a2b"], author=admin)
+    services.leaf_move(session=s, entry_id=ids["a2"])
+    html = Client().get(make(branched, entry="u2b")).content.decode()
+    conversation = html.split('id="shared-conversation"')[1]
+    assert "newer branch" in conversation and "written last" not in conversation
+    assert re.search(rf'class="node[^"]* current" data-id="{newer.entry_id}"', html)
+
+
 def test_scope_is_path_and_descendants(branched):
     ids = branched.ids["team"]
     share, _ = shares.share_create(session=branched.sessions["team"], user=branched.users["admin"], entry_id=ids["a1"])

@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from sessions_app.core import treeview as tv
+from sessions_app.core.tree import node_from_entry
+from tests.builders import entry, user
 
 
 def row(
@@ -43,9 +45,8 @@ class SkeletonTests(unittest.TestCase):
         sk = tv.skeleton([row("r", None), row("a", "r"), row("b", "a"), row("c", "r")])
         self.assertEqual(sk.size, {"r": 4, "a": 2, "b": 1, "c": 1})
 
-    def test_newest_leaf_follows_the_newest_child(self):
+    def test_path_to_a_node(self):
         sk = tv.skeleton([row("r", None), row("a", "r", ts=1), row("b", "r", ts=2), row("b1", "b", ts=3)])
-        self.assertEqual(tv.newest_leaf(sk, "r"), "b1")
         self.assertEqual(tv.path_to(sk, "b1"), ["r", "b", "b1"])
 
 
@@ -181,15 +182,28 @@ class WindowTests(unittest.TestCase):
 
 
 class SiblingTests(unittest.TestCase):
-    def test_siblings_skip_labels(self):
-        sk = tv.skeleton(
-            [row("r", None, 0), row("a", "r", 1), row("l", "r", 2, kind="label", role=None), row("b", "r", 3)]
-        )
-        self.assertEqual(tv.siblings(sk, "b"), tv.Siblings(2, 2, "a", None))
-        self.assertIsNone(tv.siblings(sk, "r"))
+    def test_a_node_sits_among_its_group(self):
+        self.assertEqual(tv.siblings(["a", "b", "c"], "b"), tv.Siblings(2, 3, "a", "c"))
+        self.assertEqual(tv.siblings(["a", "b"], "b"), tv.Siblings(2, 2, "a", None))
+        self.assertIsNone(tv.siblings(["a"], "a"))
+        self.assertIsNone(tv.siblings(["a", "b"], "x"))
+
+    def test_siblings_are_ordered_as_pis_tree(self):
+        children = [("b", 5, 2), ("a", 9, 1), ("c", 5, 3)]  # (id, time, file position)
+        order = sorted(children, key=lambda c: tv.sibling_key(parent_id="p", ts_ms=c[1], seq=c[2]))
+        self.assertEqual([c[0] for c in order], ["b", "c", "a"])  # by time, then file order
+        roots = sorted(children, key=lambda c: tv.sibling_key(parent_id=None, ts_ms=c[1], seq=c[2]))
+        self.assertEqual([c[0] for c in roots], ["a", "b", "c"])  # roots keep file order
+        self.assertIn("label", tv.NOT_SIBLINGS)
 
     def test_continue_from_a_user_message_goes_to_its_parent(self):
-        self.assertEqual(tv.continue_target(row("u", "p", role="user"), "p"), ("p", True))
-        self.assertEqual(tv.continue_target(row("c", "p", kind="custom_message", role=None), "p"), ("p", True))
-        self.assertEqual(tv.continue_target(row("a", "p", role="assistant"), "p"), ("a", False))
-        self.assertEqual(tv.continue_target(row("u", None, role="user"), None), (None, True))
+        self.assertEqual(tv.continue_target(row("u", "p", role="user")), ("p", True))
+        self.assertEqual(tv.continue_target(row("c", "p", kind="custom_message", role=None)), ("p", True))
+        self.assertEqual(tv.continue_target(row("a", "p", role="assistant")), ("a", False))
+        self.assertEqual(tv.continue_target(row("u", None, role="user")), (None, True))
+
+    def test_continue_reads_tree_nodes_alike(self):
+        node = node_from_entry(entry("u", "p", message=user("hi")["message"]))
+        self.assertEqual(tv.continue_target(node), ("p", True))
+        node = node_from_entry(entry("s", "p", "session_info", name="x"))
+        self.assertEqual(tv.continue_target(node), ("s", False))

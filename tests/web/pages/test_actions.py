@@ -109,3 +109,16 @@ def test_exports(alice_client, tree):
     assert "attachment" in r["Content-Disposition"]
     html = alice_client.get(f"/sessions/{tree.session.public_id}/export.html").content.decode()
     assert 'id="session-data"' in html and "<script src=" not in html and "http" not in html.split("<script", 1)[0]
+
+
+def test_the_page_and_the_api_name_an_export_as_pi_names_the_file(alice_client, tree):
+    """One rule: <header timestamp, ':' and '.' as '-'>_<session id>.jsonl (the page used to name it
+    after the id alone); pi's HTML export of that file is pi-session-<same>.html."""
+    sid = tree.session.public_id
+    stem = tree.session.created.replace(":", "-").replace(".", "-") + "_" + sid
+    page = alice_client.get(f"/sessions/{sid}/export.jsonl")
+    api = alice_client.get(f"/api/sessions/{sid}/export.jsonl")
+    assert page["Content-Disposition"] == api["Content-Disposition"] == f'attachment; filename="{stem}.jsonl"'
+    assert b"".join(page.streaming_content) == b"".join(api.streaming_content)
+    html = alice_client.get(f"/sessions/{sid}/export.html")
+    assert html["Content-Disposition"] == f'attachment; filename="pi-session-{stem}.html"'

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
+from sessions_app.store import services
+
 pytestmark = pytest.mark.django_db
 
 
@@ -40,3 +42,12 @@ def test_entries_are_read_only(admin_client, tree):
     assert change.status_code == 200 and 'name="_save"' not in change.content.decode()
     assert admin_client.get("/admin/sessions_app/entry/add/").status_code == 403
     assert admin_client.post(f"/admin/sessions_app/entry/{entry.pk}/delete/", {"post": "yes"}).status_code == 403
+
+
+def test_the_entry_label_filter_reads_long_labels(admin_client, tree):
+    long = "y" * 250
+    services.label_set(session=tree.session, target_id=tree.ids["a1"], label=long)
+    html = admin_client.get("/admin/sessions_app/entry/").content.decode()
+    assert f"?label={long}" in html
+    html = admin_client.get("/admin/sessions_app/entry/", {"label": long}).content.decode()
+    assert f"target={tree.ids['a1']}" in html and f"target={tree.ids['u1']}" not in html

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from sessions_app.models import Entry
+from sessions_app.render import frames
 from sessions_app.store import services
+from tests.builders import assistant, user
 from tests.worlds import detail
 
 pytestmark = pytest.mark.django_db
@@ -48,8 +53,25 @@ def test_a_deep_link_opens_that_path_at_the_target(alice_client, tree):
 
 
 def test_a_target_alone_opens_the_newest_leaf_under_it(alice_client, tree):
+    """pi's findNewestLeaf: labels count (the label on u1 was set while a2b was the leaf)."""
+    label = Entry.objects.get(session=tree.session, type="label")
+    assert label.parent_id == tree.ids["a2b"]
     html = alice_client.get(detail(tree, target=tree.ids["u2b"])).content.decode()
-    assert f'data-leaf="{tree.ids["a2b"]}"' in html
+    assert f'data-leaf="{label.entry_id}"' in html
+
+
+def test_a_target_on_the_current_branch_follows_the_session_leaf_even_when_it_is_a_label(alice, alice_client):
+    """A label is appended at the leaf and becomes it: opening an entry above it must land on the
+    session's leaf (the newest leaf used to skip labels, so the page said it was off the leaf)."""
+    session = services.session_create(owner=alice)
+    question = services.entry_append(session=session, payload=user("q"), author=alice)
+    answer = services.entry_append(session=session, payload=assistant("a"), author=alice)
+    label = services.label_set(session=session, target_id=answer.entry_id, label="keep", author=alice)
+    session.refresh_from_db()
+    assert session.leaf_id == label.entry_id
+    html = alice_client.get(f"/sessions/{session.public_id}/", {"target": question.entry_id}).content.decode()
+    assert f'data-leaf="{label.entry_id}"' in html
+    assert "data-following" in html and "off-leaf-note" not in html
 
 
 def test_branch_points_get_a_sibling_switcher(alice_client, tree):
@@ -135,3 +157,35 @@ def test_images_are_served_from_their_entry(alice_client, alice, tree):
     assert url in html
     r = alice_client.get(url)
     assert r.status_code == 200 and r["Content-Type"] == "image/png" and r.content.startswith(b"\x89PNG")
+
+
+def test_the_edit_box_holds_pis_editor_text_on_the_page_and_in_the_live_log(alice, alice_client):
+    """pi joins a user message's text blocks with nothing (navigateTree); the page used to join
+    them with a newline and the live chat log with nothing."""
+    session = services.session_create(owner=alice, name="two blocks")
+    blocks = [{"type": "text", "text": "first part"}, {"type": "image", "data": "AA==", "mimeType": "image/png"},
+              {"type": "text", "text": "second part"}]  # fmt: skip
+    services.entry_append(session=session, payload=user("", content=blocks), author=alice)
+    session.refresh_from_db()
+    edit_box = re.compile(r'aria-label="Edited message"[^>]*>([^<]*)</textarea>')
+    page = edit_box.findall(alice_client.get(f"/sessions/{session.public_id}/").content.decode())
+    live = edit_box.findall(frames.log(session))
+    assert page == live == ["first partsecond part"]
+    alice_client.post(f"/sessions/{session.public_id}/continue/", {"entry": session.leaf_id})
+    assert alice_client.session[f"draft:{session.public_id}"] == "first partsecond part"
+
+
+def test_several_roots_get_a_sibling_switcher_too(alice, alice_client):
+    """pi's getTree lists a session's roots side by side (a leaf reset starts a new one): they are
+    alternatives like the children of a branch point, in file order."""
+    session = services.session_create(owner=alice)
+    first = services.entry_append(session=session, payload=user("first start", 1_767_600_009_000), author=alice)
+    services.entry_append(session=session, payload=assistant("one"), author=alice)
+    services.leaf_move(session=session, entry_id=None)
+    second = services.entry_append(session=session, payload=user("second start", 1_767_600_000_000), author=alice)
+    html = alice_client.get(f"/sessions/{session.public_id}/").content.decode()
+    assert '<span class="sib-pos">2/2</span>' in html
+    assert f"target={first.entry_id}" in html  # the "previous" link
+    html = alice_client.get(f"/sessions/{session.public_id}/", {"target": first.entry_id}).content.decode()
+    assert '<span class="sib-pos">1/2</span>' in html
+    assert f"target={second.entry_id}" in html

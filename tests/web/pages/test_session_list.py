@@ -73,3 +73,17 @@ def test_import_without_javascript_renders_a_page(alice_client):
     data = session_file("44444444-4444-4444-8444-444444444444", [])
     r = alice_client.post("/import/", {"files": [SimpleUploadedFile("c.jsonl", data)]})
     assert r.status_code == 200 and "<html" in r.content.decode()
+
+
+def test_a_label_longer_than_its_row_preview_filters_the_list(alice_client, alice):
+    """Labels are read from the label entries: a row preview is cut at 200 characters."""
+    long = "release " + "x" * 242
+    tagged = services.session_create(owner=alice, name="Tagged-session")
+    services.label_set(session=tagged, target_id=tagged.leaf_id or "", label=long, author=alice)
+    services.session_create(owner=alice, name="Untagged-session")
+    html = alice_client.get("/").content.decode()
+    assert f'<option value="{long}" >{long}</option>' in html
+    html = alice_client.get("/", {"label": long}).content.decode()
+    assert "Tagged-session" in html and "Untagged-session" not in html
+    html = alice_client.get("/", {"label": long[:200]}).content.decode()
+    assert "Tagged-session" not in html
