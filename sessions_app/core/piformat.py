@@ -16,7 +16,7 @@ import orjson
 
 from sessions_app.core import jsjson
 from sessions_app.core.listing import storable
-from sessions_app.core.tree import message_text, parse_timestamp_ms, row_text
+from sessions_app.core.tree import content_text, parse_timestamp_ms, row_text
 
 CURRENT_VERSION = 3
 
@@ -294,7 +294,7 @@ def slim(data: dict[str, Any]) -> dict[str, Any]:
         message = data["message"]
         kept = {k: message[k] for k in _SLIM_MESSAGE_KEYS if k in message}
         if message.get("role") == "user":
-            kept["content"] = message_text(message)
+            kept["content"] = content_text(message.get("content"), " ")  # what the listing reads
         return {"type": kind, "id": data["id"], "parentId": data["parentId"], "timestamp": data["timestamp"],
                 "message": kept}  # fmt: skip
     drop = {"custom": ("data",), "custom_message": ("content", "details")}.get(str(kind), ("details",))

@@ -187,11 +187,6 @@ def content_text(content: object, joiner: str, *, limit: int | None = None) -> s
     return joined if limit is None else joined[:limit]
 
 
-def message_text(message: Mapping[str, Any], joiner: str = " ") -> str:
-    """content_text of a message object (what piformat.slim keeps of a user message)."""
-    return content_text(message.get("content"), joiner)
-
-
 def editor_text(data: Mapping[str, Any]) -> str:
     """The text pi puts in the editor for an entry (a user or custom message): continuing or forking
     from it, and piweb's Edit box. Its text blocks joined with nothing, as pi's navigateTree does."""

@@ -346,15 +346,15 @@ def session_fork(*, session: Session, entry_id: str, owner: User) -> Session:
     )
     fork.leaf_id = path[-1].id if path else None
     on_path = {n.id for n in path}
-    set_at = _label_times(session)
     labels: list[piformat.Line] = []
-    for target, label in sel.labels(session=session).items():
+    for target, in_force in sel.label_entries_in_force(session=session).items():
         if target in on_path:
+            # pi's createBranchedSession: re-created when they were set (labelTimestampsById).
             entry = build_entry(
-                {"type": "label", "targetId": target, "label": label},
+                {"type": "label", "targetId": target, "label": in_force["label"]},
                 entry_id=_new_entry_id(fork, taken={ln.id for ln in labels}),
                 parent_id=fork.leaf_id,
-                timestamp=set_at.get(target) or now_iso(),
+                timestamp=in_force.get("timestamp") or now_iso(),
             )
             labels.append(_line(entry, jsjson.dumps(entry)))
             fork.leaf_id = entry["id"]
@@ -365,19 +365,6 @@ def session_fork(*, session: Session, entry_id: str, owner: User) -> Session:
         extra={"from": session.public_id, "at": entry_id},
     )  # fmt: skip
     return fork
-
-
-def _label_times(session: Session) -> dict[str, str]:
-    """When each label in force was set (pi's labelTimestampsById): a fork's re-created label
-    entries carry that timestamp, as pi's createBranchedSession writes them."""
-    times: dict[str, str] = {}
-    for raw in Entry.objects.filter(session=session, type="label").order_by("seq").values_list("raw", flat=True):
-        data = jsjson.loads(raw)
-        if data.get("label"):
-            times[data["targetId"]] = data["timestamp"]
-        else:
-            times.pop(data["targetId"], None)
-    return times
 
 
 def _path_without_labels(path: list[Node]) -> tuple[list[Node], set[str]]:

@@ -5,8 +5,7 @@ whether one is an ancestor of another. Each answer is one indexed query, asked o
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator
-from typing import Any
+from collections.abc import Collection, Iterable
 
 from django.db import connection
 
@@ -14,14 +13,7 @@ from sessions_app.core import jsjson
 from sessions_app.core.context import PathState
 from sessions_app.core.intake import Known, Placed
 from sessions_app.models import Entry, Session
-
-CHUNK = 500  # ids per IN (...) list
-
-
-def in_chunks(ids: Iterable[str], size: int = CHUNK) -> Iterator[list[str]]:
-    wanted = list(dict.fromkeys(ids))
-    for i in range(0, len(wanted), size):
-        yield wanted[i : i + size]
+from sessions_app.store.batches import select_in
 
 
 class DbTree:
@@ -72,20 +64,17 @@ class DbTree:
         return {i: self._known[i] for i in ids if i in self._known}
 
     def _fetch(self, ids: list[str]) -> None:
-        for chunk in in_chunks(ids):
-            marks = ", ".join(["%s"] * len(chunk))
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT entry_id, parent_id, depth, ctx_thinking, ctx_model, ctx_compaction_id, chain_hash"
-                    f" FROM sessions_app_entry WHERE session_id = %s AND entry_id IN ({marks})",
-                    [self.session.pk, *chunk],
-                )
-                rows: list[Any] = cursor.fetchall()
-            for entry_id, parent_id, depth, thinking, model, compaction, chain in rows:
-                state = PathState(jsjson.loads(thinking), jsjson.loads(model) if model else None, compaction)
-                self._known[entry_id] = Known(parent_id, depth, state)
-                self._present[entry_id] = True
-                self.chains[entry_id] = chain or ""
+        rows = select_in(
+            "SELECT entry_id, parent_id, depth, ctx_thinking, ctx_model, ctx_compaction_id, chain_hash"
+            " FROM sessions_app_entry WHERE session_id = %s AND entry_id IN ({marks})",
+            [self.session.pk],
+            dict.fromkeys(ids),
+        )
+        for entry_id, parent_id, depth, thinking, model, compaction, chain in rows:
+            state = PathState(jsjson.loads(thinking), jsjson.loads(model) if model else None, compaction)
+            self._known[entry_id] = Known(parent_id, depth, state)
+            self._present[entry_id] = True
+            self.chains[entry_id] = chain or ""
 
     def line(self, entry_id: str) -> str:
         if entry_id not in self._lines:
