@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from sessions_app.core.context import PathState, advance_entry
 from sessions_app.core.listing import Listed, Listing, update_listing
@@ -27,9 +27,8 @@ from sessions_app.core.piformat import Extra, Header, Item, Limits, Line, Proble
 from sessions_app.core.tree import check_acyclic
 
 
-@dataclass(frozen=True, slots=True)
-class Known:
-    """What placing a child needs of its parent."""
+class Known(NamedTuple):
+    """What placing a child needs of its parent. (Named tuples: one is made per entry placed.)"""
 
     parent_id: str | None
     depth: int
@@ -54,8 +53,7 @@ class StoredTree(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class Placed:
+class Placed(NamedTuple):
     """An entry's place in the tree: what storing it needs beside its line."""
 
     line: Line
@@ -65,18 +63,8 @@ class Placed:
     kept_from: str | None  # a compaction's firstKeptEntryId when that entry is on its path
 
 
-@dataclass(slots=True)
-class _Seen:
-    """An entry of this intake: placed, or held until finish()."""
-
-    line_number: int
-    source: bytes
-    start: int
-    end: int
-    place: Known | None = None  # None while held
-
-
 _ROOT = PathState()
+_First = tuple[int, bytes, int, int]  # where an id's first line is: number, source, start, end
 
 
 @dataclass(slots=True)
@@ -89,25 +77,26 @@ class Intake:
     problems: list[Problem] = field(default_factory=list)
     extra_lines: list[tuple[int, str]] = field(default_factory=list)  # (seq of the entry before, line)
     leaf_id: str | None = None  # pi's leaf on load: the last entry line, once finish() has run
-    _seen: dict[str, _Seen] = field(default_factory=dict)
+    _first: dict[str, _First] = field(default_factory=dict)  # every entry of this intake
+    _places: dict[str, Known] = field(default_factory=dict)  # those placed (the others are held)
     _held: list[Line | Extra] | None = None  # from the first entry that could not be placed on
     _tail: list[str] = field(default_factory=list)  # ids by line, from the first held one (for the leaf)
 
-    def add(self, item: Item) -> list[Placed]:
-        """Take the next line of the file; returns what it places now (at most that entry)."""
-        if isinstance(item, Problem):
-            self.problems.append(item)
-            return []
-        if isinstance(item, Extra):
-            if self._held is not None:
+    def add(self, item: Item) -> Placed | None:
+        """Take the next line of the file; returns its entry if it is placed now."""
+        if type(item) is not Line:
+            if isinstance(item, Problem):
+                self.problems.append(item)
+            elif self._held is not None:
                 self._held.append(item)
             else:
                 self.extra_lines.append((self.first_seq + self.placed - 1, item.raw))
-            return []
-        entry_id = item.id
-        if entry_id in self._seen:
-            self._repeated(item, self._seen[entry_id])
-            return []
+            return None
+        data = item.data
+        entry_id = data["id"]
+        if entry_id in self._first:
+            self._repeated(item, self._first[entry_id])
+            return None
         if self.stored is not None and entry_id in self.stored:
             if self.stored.line(entry_id) != item.raw:
                 message = f"entry {entry_id!r} differs from the stored entry with that id"
@@ -115,18 +104,28 @@ class Intake:
             else:
                 self.known += 1
                 self._last(entry_id)
-            return []
-        seen = self._seen[entry_id] = _Seen(item.line, item.source, item.start, item.end)
+            return None
+        self._first[entry_id] = (item.line, item.source, item.start, item.end)
         if self._held is None:
-            ready, base = self._parent_place(item)
-            if ready:
-                seen.place, placed = self._place(item, base, self.first_seq + self.placed)
+            # Placed now if its parent (and a label's target) is: the file's usual order.
+            parent = data["parentId"]
+            base = None if parent is None else self._places.get(parent) or self._stored_place(parent)
+            kind = data["type"]
+            if (parent is None or base is not None) and (kind != "label" or self._is_placed(data.get("targetId"))):
+                if base is None:
+                    state, depth = advance_entry(_ROOT, kind, entry_id, data), 0
+                else:
+                    state, depth = advance_entry(base.state, kind, entry_id, data), base.depth + 1
+                self._places[entry_id] = Known(parent, depth, state)
+                kept_from = self._kept_from(data, depth) if kind == "compaction" else None
+                update_listing(self.listing, data)
+                self.placed += 1
                 self.leaf_id = entry_id
-                return [placed]
+                return Placed(item, self.first_seq + self.placed - 1, depth, state, kept_from)
             self._held = []
-        self._held.append(Line(item.line, item.source, item.start, item.end, slim(item.data), item.preview, item.ts_ms))
+        self._held.append(Line(item.line, item.source, item.start, item.end, slim(data), item.preview, item.ts_ms))
         self._tail.append(entry_id)
-        return []
+        return None
 
     def finish(self) -> list[Placed]:
         """Place what was held, judge the tree, find the leaf. Problems come out in line order."""
@@ -136,15 +135,15 @@ class Intake:
 
     # --- one line ----------------------------------------------------------------------------------
 
-    def _repeated(self, line: Line, first: _Seen) -> None:
-        if first.source[first.start : first.end] == line.source[line.start : line.end]:
+    def _repeated(self, line: Line, first: _First) -> None:
+        number, source, start, end = first
+        if source[start:end] == line.source[line.start : line.end]:
             # The same line again: pi's lazy flush re-writes header and entries after a repeated
             # header; like pi's byId map, it is the same entry, not a second one.
             self.add(Extra(line.line, line.raw))
             self._last(line.id)
         else:
-            message = f"duplicate id {line.id!r} (first used on line {first.line_number})"
-            self.problems.append(Problem(line.line, message))
+            self.problems.append(Problem(line.line, f"duplicate id {line.id!r} (first used on line {number})"))
 
     def _last(self, entry_id: str) -> None:
         if self._held is None:
@@ -152,58 +151,35 @@ class Intake:
         else:
             self._tail.append(entry_id)
 
-    def _parent_place(self, line: Line) -> tuple[bool, Known | None]:
-        """(True, the parent's place or None for a root), or (False, None) if the parent or a
-        label's target has not been placed or stored (yet)."""
-        if line.type == "label" and not self._is_placed(line.data.get("targetId")):
-            return False, None
-        parent = line.parent_id
-        if parent is None:
-            return True, None
-        seen = self._seen.get(parent)
-        if seen is not None:
-            return seen.place is not None, seen.place
-        if self.stored is not None:
-            found = self.stored.known([parent]).get(parent)
-            if found is not None:
-                return True, found
-        return False, None
+    def _stored_place(self, entry_id: str) -> Known | None:
+        """The place of an entry stored before (None if it is not, or is one of this intake's)."""
+        if self.stored is None or entry_id in self._first:
+            return None
+        return self.stored.known([entry_id]).get(entry_id)
 
     def _is_placed(self, entry_id: object) -> bool:
         if not isinstance(entry_id, str):
             return False
-        seen = self._seen.get(entry_id)
-        if seen is not None:
-            return seen.place is not None
+        if entry_id in self._first:
+            return entry_id in self._places
         return self.stored is not None and entry_id in self.stored
 
-    def _place(self, line: Line, base: Known | None, seq: int) -> tuple[Known, Placed]:
-        data = line.data
-        kind = data["type"]
-        state = advance_entry(base.state if base else _ROOT, kind, line.id, data)
-        depth = base.depth + 1 if base else 0
-        kept_from = self._kept_from(data, depth) if kind == "compaction" else None
-        update_listing(self.listing, data)
-        self.placed += 1
-        return Known(line.parent_id, depth, state), Placed(line, seq, depth, state, kept_from)
+    def _place_of(self, entry_id: str) -> Known | None:
+        return self._places.get(entry_id) or self._stored_place(entry_id)
 
     def _kept_from(self, data: Mapping[str, Any], depth: int) -> str | None:
         """firstKeptEntryId if that entry is an ancestor of the compaction (data, at depth)."""
         target = data.get("firstKeptEntryId")
         if not isinstance(target, str):
             return None
-        seen = self._seen.get(target)
-        target_place = seen.place if seen is not None else None
-        if target_place is None and self.stored is not None:
-            target_place = self.stored.known([target]).get(target)
+        target_place = self._place_of(target)
         if target_place is None or target_place.depth >= depth:
             return None
         node: str | None = data["parentId"]
-        while node is not None and node in self._seen:
-            place = self._seen[node].place
-            assert place is not None  # an entry is placed after its parent
+        while node is not None and node in self._places:
             if node == target:
                 return target
+            place = self._places[node]
             if place.depth <= target_place.depth:
                 return None
             node = place.parent_id
@@ -239,8 +215,7 @@ class Intake:
             state = advance_entry(base.state if base else _ROOT, line.type, line.id, line.data)
             computed[line.id] = Known(line.parent_id, base.depth + 1 if base else 0, state)
             queue.extend(by_parent.get(line.id, ()))
-        for entry_id, known in computed.items():
-            self._seen[entry_id].place = known
+        self._places.update(computed)
         # The listing and the compactions' checks take them in seq order, as they were stored.
         placed: list[Placed] = []
         for line in sorted((ln for ln in lines if ln.id in kept), key=lambda ln: seqs[ln.id]):
@@ -290,7 +265,7 @@ class Intake:
         return {ln.id for ln in kept}
 
     def _stored_places(self, ids: Iterable[str]) -> dict[str, Known]:
-        wanted = [i for i in ids if i not in self._seen]
+        wanted = [i for i in ids if i not in self._first]
         if not wanted or self.stored is None:
             return {}
         return self.stored.known(wanted)
@@ -298,10 +273,7 @@ class Intake:
     def _outer_place(self, parent: str | None, stored: Mapping[str, Known]) -> Known | None:
         if parent is None:
             return None
-        seen = self._seen.get(parent)
-        if seen is not None and seen.place is not None:
-            return seen.place
-        return stored[parent]
+        return self._places.get(parent) or stored[parent]
 
 
 @dataclass(slots=True)
@@ -321,6 +293,6 @@ def read_file(data: bytes, limits: Limits | None = None) -> ReadFile:
     if header is None:
         return ReadFile(None, [], [problem] if problem else [], None, [])
     intake = Intake()
-    placed = [p for item in read_entries(data, header, limits) for p in intake.add(item)]
+    placed = [p for item in read_entries(data, header, limits) if (p := intake.add(item)) is not None]
     placed += intake.finish()
     return ReadFile(header, placed, intake.problems, intake.leaf_id, intake.extra_lines)

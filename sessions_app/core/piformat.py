@@ -44,68 +44,47 @@ class Problem:
 
 # --- per-type field rules -------------------------------------------------------------------
 
-_Check = Callable[[Any], bool]
-
-
-def _is_str(v: Any) -> bool:
-    return isinstance(v, str)
-
-
-def _is_num(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
-
-
-def _is_bool(v: Any) -> bool:
-    return isinstance(v, bool)
-
-
-def _is_obj(v: Any) -> bool:
-    return isinstance(v, dict)
-
-
-def _is_content(v: Any) -> bool:
-    return isinstance(v, str | list)
-
-
-def _is_list(v: Any) -> bool:
-    return isinstance(v, list)
-
-
-_KIND: dict[_Check, str] = {
-    _is_str: "a string",
-    _is_num: "a number",
-    _is_bool: "true or false",
-    _is_obj: "an object",
-    _is_content: "a string or an array",
-    _is_list: "an array",
+# A parsed JSON value's type is exactly one of dict, list, str, int, float, bool, NoneType, so
+# rules compare type(value) with a tuple (bool is not a number here, as in JavaScript).
+_Types = tuple[type, ...]
+STRING: _Types = (str,)
+NUMBER: _Types = (int, float)
+BOOLEAN: _Types = (bool,)
+OBJECT: _Types = (dict,)
+CONTENT: _Types = (str, list)
+ARRAY: _Types = (list,)
+_KIND: dict[_Types, str] = {
+    STRING: "a string",
+    NUMBER: "a number",
+    BOOLEAN: "true or false",
+    OBJECT: "an object",
+    CONTENT: "a string or an array",
+    ARRAY: "an array",
 }
+_Rules = tuple[tuple[str, _Types, bool], ...]  # (field, types, required)
 
-# field -> (check, required)
-FIELDS: dict[str, dict[str, tuple[_Check, bool]]] = {
-    "message": {"message": (_is_obj, True)},
-    "thinking_level_change": {"thinkingLevel": (_is_str, True)},
-    "model_change": {"provider": (_is_str, True), "modelId": (_is_str, True)},
-    "compaction": {
-        "summary": (_is_str, True),
-        "firstKeptEntryId": (_is_str, False),
-        "tokensBefore": (_is_num, True),
-        "fromHook": (_is_bool, False),
-    },
-    "branch_summary": {"fromId": (_is_str, True), "summary": (_is_str, True), "fromHook": (_is_bool, False)},
-    "custom": {"customType": (_is_str, True)},
-    "custom_message": {
-        "customType": (_is_str, True),
-        "content": (_is_content, True),
-        "display": (_is_bool, True),
-    },
-    "label": {"targetId": (_is_str, True), "label": (_is_str, False)},
-    "session_info": {"name": (_is_str, False)},
+FIELDS: dict[str, _Rules] = {
+    "message": (("message", OBJECT, True),),
+    "thinking_level_change": (("thinkingLevel", STRING, True),),
+    "model_change": (("provider", STRING, True), ("modelId", STRING, True)),
+    "compaction": (
+        ("summary", STRING, True),
+        ("firstKeptEntryId", STRING, False),
+        ("tokensBefore", NUMBER, True),
+        ("fromHook", BOOLEAN, False),
+    ),
+    "branch_summary": (("fromId", STRING, True), ("summary", STRING, True), ("fromHook", BOOLEAN, False)),
+    "custom": (("customType", STRING, True),),
+    "custom_message": (("customType", STRING, True), ("content", CONTENT, True), ("display", BOOLEAN, True)),
+    "label": (("targetId", STRING, True), ("label", STRING, False)),
+    "session_info": (("name", STRING, False),),
 }
-MESSAGE_FIELDS: dict[str, dict[str, tuple[_Check, bool]]] = {
-    "user": {"content": (_is_content, True), "timestamp": (_is_num, False)},
-    "assistant": {"content": (_is_list, True), "timestamp": (_is_num, False)},
-    "toolResult": {"content": (_is_list, True), "timestamp": (_is_num, False)},
+MESSAGE_FIELDS: dict[str, _Rules] = {
+    "user": (("content", CONTENT, True), ("timestamp", NUMBER, False)),
+    "assistant": (("content", ARRAY, True), ("timestamp", NUMBER, False)),
+    "toolResult": (("content", ARRAY, True), ("timestamp", NUMBER, False)),
 }
+_MISSING: Any = object()
 
 
 def _type_name(v: Any) -> str:
@@ -120,14 +99,14 @@ def _type_name(v: Any) -> str:
     return "array" if isinstance(v, list) else "object"
 
 
-def _check_fields(obj: Mapping[str, Any], rules: Mapping[str, tuple[_Check, bool]], prefix: str) -> str | None:
-    for name, (check, required) in rules.items():
-        if name not in obj:
+def _check_fields(obj: Mapping[str, Any], rules: _Rules, prefix: str) -> str | None:
+    for name, types, required in rules:
+        value = obj.get(name, _MISSING)
+        if value is _MISSING:
             if required:
                 return f"field '{prefix}{name}' is missing"
-            continue
-        if not check(obj[name]):
-            return f"field '{prefix}{name}' must be {_KIND[check]}, not {_type_name(obj[name])}"
+        elif type(value) not in types:
+            return f"field '{prefix}{name}' must be {_KIND[types]}, not {_type_name(value)}"
     return None
 
 
@@ -141,15 +120,15 @@ def validate_entry(data: Mapping[str, Any], *, utf8_checked: bool = False) -> st
 def _validated(data: Mapping[str, Any], utf8_checked: bool) -> tuple[str | None, int]:
     """(validate_entry's answer, the entry's timestamp in ms when it is valid)."""
     kind = data.get("type")
-    if not isinstance(kind, str) or not kind:
+    if type(kind) is not str or not kind:
         return "field 'type' must be a non-empty string", 0
     entry_id = data.get("id")
-    if not isinstance(entry_id, str) or not entry_id:
+    if type(entry_id) is not str or not entry_id:
         return "field 'id' must be a non-empty string", 0
-    if "parentId" not in data:
+    parent = data.get("parentId", _MISSING)
+    if parent is _MISSING:
         return "field 'parentId' is missing", 0
-    parent = data["parentId"]
-    if parent is not None and not isinstance(parent, str):
+    if parent is not None and type(parent) is not str:
         return f"field 'parentId' must be a string or null, not {_type_name(parent)}", 0
     if not utf8_checked:
         for name, value in (("type", kind), ("id", entry_id), ("parentId", parent)):
@@ -174,7 +153,7 @@ def _validated(data: Mapping[str, Any], utf8_checked: bool) -> tuple[str | None,
     if problem or kind != "message":
         return problem, ms
     role = data["message"].get("role")
-    if not isinstance(role, str):
+    if type(role) is not str:
         return "field 'message.role' must be a string", 0
     if not utf8_checked and not well_formed(role):
         return "field 'message.role' holds an unpaired UTF-16 surrogate", 0
@@ -340,7 +319,7 @@ def _header_problem(header: dict[str, Any], number: int) -> Problem | None:
         if len(str(header.get(key, ""))) > limit:  # str(): as Session.created stores it
             return Problem(number, f"field '{key}' is longer than {limit} characters")
     version = header.get("version", 1)
-    if not _is_num(version) or version != int(version) or version < 1:
+    if type(version) not in NUMBER or version != int(version) or version < 1:
         return Problem(number, f"field 'version' must be 1, 2 or 3, not {version!r}")
     return None
 
@@ -421,17 +400,39 @@ def read_entries(
         yield from _migrated(data, header, limits, progress)
         return
     view = memoryview(data)
-    pending = 0
-    for number, start, end in _lines(data, header.end, header.number):
-        pending += end - start + 1
-        if progress is not None and pending >= PROGRESS_EVERY:
-            progress(pending)
-            pending = 0
-        item = _read_line(data, view, number, start, end, limits)
-        if item is not None:
-            yield item
-    if progress is not None and pending:
-        progress(pending)
+    reported = start = header.end
+    number, size = header.number, len(data)
+    max_line, max_depth = limits.max_line_bytes, limits.max_depth
+    while start < size:  # (the lines found here, not by _lines: this loop is the import's hot path)
+        end = data.find(b"\n", start)
+        if end < 0:
+            end = size
+        number += 1
+        # The common line, read here: an object orjson parses, of a valid entry. Anything else
+        # (a problem to name, a blank or repeated header line) goes through _read_line.
+        value = None
+        if end - start <= max_line and data[start : start + 1] == b"{":
+            try:  # noqa: SIM105  (a context manager per line costs more than the try)
+                value = orjson.loads(view[start:end])  # in place: no copy of the line
+            except orjson.JSONDecodeError:
+                pass
+        if (
+            type(value) is dict
+            and data.count(b"{", start, end) + data.count(b"[", start, end) <= max_depth
+            and value.get("type") != "session"
+            and (checked := _validated(value, True))[0] is None
+        ):
+            yield Line(number, data, start, end, value, row_text(value), checked[1])
+        else:
+            item = _read_line(data, view, number, start, end, limits)
+            if item is not None:
+                yield item
+        start = end + 1
+        if progress is not None and start - reported >= PROGRESS_EVERY:
+            progress(min(start, size) - reported)
+            reported = start
+    if progress is not None and min(start, size) > reported:
+        progress(min(start, size) - reported)
 
 
 def _read_line(data: bytes, view: memoryview, number: int, start: int, end: int, limits: Limits) -> Item | None:

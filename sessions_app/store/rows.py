@@ -70,21 +70,19 @@ _SEQ, _ID, _PARENT, _RAW, _CHAIN = (COLUMNS.index(c) for c in ("seq", "entry_id"
 
 
 def entry_row(
-    placed: Placed, raw: Any, *, session_pk: int, author_id: int | None, created_at: Any, states: dict[int, StateJson]
+    placed: Placed, raw: Any, session_pk: int, author_id: int | None, created_at: Any, states: dict[int, StateJson]
 ) -> list[Any]:
     """The row of a placed entry, in COLUMNS order. raw is what the raw column is bound to (the
     line as str, as UTF-8 bytes, or the worker's (start, end) offsets); the chain hash is left to
     hash_rows. states caches each path state's JSON (states are shared along a path)."""
-    line = placed.line
+    line, seq, depth, state, kept_from = placed
     data = line.data
     kind = data["type"]
-    message = data.get("message") if kind == "message" else None
-    role = message.get("role") if isinstance(message, dict) else None
-    _, thinking, model = state_json(states, placed.state)
+    role = data["message"].get("role") if kind == "message" else None  # (validated: a str)
+    _, thinking, model = state_json(states, state)
     return [
-        session_pk, placed.seq, line.id, data["parentId"], kind, role if isinstance(role, str) else None,
-        data["timestamp"], line.ts_ms, raw, line.preview, placed.depth, thinking, model,
-        placed.state.compaction_id, placed.kept_from, author_id, created_at, None,
+        session_pk, seq, data["id"], data["parentId"], kind, role, data["timestamp"], line.ts_ms, raw,
+        line.preview, depth, thinking, model, state.compaction_id, kept_from, author_id, created_at, None,
     ]  # fmt: skip
 
 
@@ -93,28 +91,24 @@ def hash_rows(key: bytes, rows: Iterable[list[Any]], chains: dict[str, str], dig
     return the session's running digest after them (rows in seq order). chains maps the ids of
     the entries before (or their parents, at least) to their chain hashes and gets these rows' too.
 
-    core.chain's entry_chain_hash and session_digest, inlined: ~1 us less per row (a 100k import's
-    bound thread). A row whose parent comes later (a file with children before their parents)
-    waits for it."""
+    core.chain's entry_chain_hash and session_digest, inlined (a 100k import's bound thread). A
+    row whose parent comes later (a file with children before their parents) waits for it."""
     inner, outer = keyed(key)
     waiting: dict[str, list[list[Any]]] = {}
-    ordered = list(rows)
+    ordered = rows if isinstance(rows, list) else list(rows)
     for row in ordered:
         parent = row[_PARENT]
         if parent is not None and parent not in chains:
             waiting.setdefault(parent, []).append(row)
             continue
-        todo = [row]
-        while todo:
-            current = todo.pop()
-            parent, entry_id, raw = current[_PARENT], current[_ID], current[_RAW]
-            h = inner.copy()
-            h.update(f"{chains[parent] if parent is not None else ''}\n{current[_SEQ]}\n{entry_id}\n".encode())
-            h.update(raw.encode() if isinstance(raw, str) else raw)
-            o = outer.copy()
-            o.update(h.digest())
-            current[_CHAIN] = chains[entry_id] = o.hexdigest()
-            todo.extend(waiting.pop(entry_id, ()))
+        _hash_row(inner, outer, row, chains[parent] if parent is not None else "", chains)
+        if waiting:
+            todo = [row]
+            while todo:  # the rows that waited for it, and those below them
+                done = todo.pop()
+                for child in waiting.pop(done[_ID], ()):
+                    _hash_row(inner, outer, child, done[_CHAIN], chains)
+                    todo.append(child)
     assert not waiting, f"rows whose parents were not given: {sorted(waiting)[:3]}"
     for row in ordered:
         h = inner.copy()
@@ -123,3 +117,13 @@ def hash_rows(key: bytes, rows: Iterable[list[Any]], chains: dict[str, str], dig
         o.update(h.digest())
         digest = o.hexdigest()
     return digest
+
+
+def _hash_row(inner: Any, outer: Any, row: list[Any], parent_chain: str, chains: dict[str, str]) -> None:
+    h = inner.copy()
+    h.update(f"{parent_chain}\n{row[_SEQ]}\n{row[_ID]}\n".encode())
+    raw = row[_RAW]
+    h.update(raw.encode() if type(raw) is str else raw)
+    o = outer.copy()
+    o.update(h.digest())
+    row[_CHAIN] = chains[row[_ID]] = o.hexdigest()

@@ -83,16 +83,13 @@ def _store(session: Session, lines: list[piformat.Line], author_id: int | None, 
     session's seq, digest and listing fields follow. One entry comes back as its model instance
     (the append's hot path: no read back)."""
     intake = Intake(first_seq=session.last_seq + 1, stored=tree, listing=session)
-    placed = [p for line in lines for p in intake.add(line)]
+    placed = [p for line in lines if (p := intake.add(line)) is not None]
     placed += intake.finish()
     assert not intake.problems, intake.problems  # the callers validated the entries
     now = timezone.now()
     created_at = connection.ops.adapt_datetimefield_value(now)  # once, not per row
     states: dict[int, Any] = {}
-    batch = [
-        rows.entry_row(p, p.line.raw, session_pk=session.pk, author_id=author_id, created_at=created_at, states=states)
-        for p in placed
-    ]
+    batch = [rows.entry_row(p, p.line.raw, session.pk, author_id, created_at, states) for p in placed]
     session.entries_digest = rows.hash_rows(chain_key(), batch, tree.chains, session.entries_digest or "")
     session.last_seq += len(batch)
     tree.stored(placed)

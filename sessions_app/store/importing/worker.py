@@ -71,16 +71,20 @@ def build(
     rows: list[list[Any]] = []
     read: list[int] = []
 
+    session_pk, author_id, created_at = job.session_pk, job.author_id, job.created_at
+
     def row(placed: Placed) -> list[Any]:
         line = placed.line
         raw = (line.start, line.end) if line.source is data else bytes(line.source[line.start : line.end])
-        return entry_row(
-            placed, raw, session_pk=job.session_pk, author_id=job.author_id, created_at=job.created_at, states=states
-        )
+        return entry_row(placed, raw, session_pk, author_id, created_at, states)
 
+    add = intake.add
     for item in read_entries(data, job.header, job.limits, progress=read.append):
-        for placed in intake.add(item):
-            rows.append(row(placed))
+        placed = add(item)
+        if placed is not None:
+            line = placed.line
+            raw = (line.start, line.end) if line.source is data else bytes(line.source[line.start : line.end])
+            rows.append(entry_row(placed, raw, session_pk, author_id, created_at, states))
         if read:
             yield "progress", sum(read)
             read.clear()
