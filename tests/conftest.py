@@ -5,7 +5,7 @@ tests whose tools are missing."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from tests.needs import pytest_collection_modifyitems as pytest_collection_modif
 from tests.needs import pytest_runtest_setup as pytest_runtest_setup
 from tests.oracle import install
 from tests.paths import ROOT
+from tests.servers import Processes
 
 (ROOT / "var").mkdir(exist_ok=True)  # the SQLite test database lives there
 
@@ -124,3 +125,11 @@ def generated() -> Callable[..., bytes]:
         return cache[key]
 
     return make
+
+
+@pytest.fixture
+def processes(tmp_path: Path) -> Iterator[Processes]:
+    """Real daphne servers and turn workers (tests/servers.py), stopped after the test."""
+    running = Processes(tmp_path / "processes.log")
+    yield running
+    running.stop()

@@ -30,16 +30,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import os
 import socket
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import orjson
+from asgiref.sync import ThreadSensitiveContext
 from channels.db import database_sync_to_async
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.conf import settings
@@ -59,6 +61,7 @@ from sessions_app.render import frames
 from sessions_app.store import selectors, services
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 HOST = socket.gethostname()
 RUNNER_ID = f"{HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -109,10 +112,26 @@ async def dispatch(turn: StreamingTurn) -> None:
 
 
 def start_local(turn_pk: int) -> asyncio.Task[Any]:
-    task = asyncio.get_running_loop().create_task(run_turn(turn_pk))
+    task = background(run_turn(turn_pk))
     _tasks.add(task)
     task.add_done_callback(_tasks.discard)
     return task
+
+
+def background(work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+    """A task that outlives the request or socket that starts it (a turn, the janitor).
+
+    It runs in a context of its own, not a copy of the caller's: asgiref gives each request a
+    thread for its ORM calls and shuts it down when the request ends, and a task holding the
+    request's context then got a new thread for its next call, left behind when it ended (one
+    thread per turn, for the life of the process: bench_concurrency counts them). Here the task
+    has one thread for its ORM calls while it runs, released when it ends."""
+
+    async def run() -> T:
+        async with ThreadSensitiveContext():
+            return await work
+
+    return asyncio.get_running_loop().create_task(run(), context=contextvars.Context())
 
 
 def abort_local(turn_public_id: str) -> bool:
@@ -610,7 +629,7 @@ def ensure_janitor() -> None:
     loop = asyncio.get_running_loop()
     if _janitor is not None and not _janitor.done() and _janitor.get_loop() is loop:
         return
-    _janitor = loop.create_task(_janitor_loop())
+    _janitor = background(_janitor_loop())
 
 
 async def _janitor_loop() -> None:

@@ -16,9 +16,10 @@ from django.contrib.auth.models import User
 
 from sessions_app.models import Session
 from sessions_app.store import services
-from tests.browser.harness import ARGS, VIEWPORTS, ConsoleLog, Server, collect_static, make_user, server_env
+from tests.browser.harness import ARGS, VIEWPORTS, ConsoleLog, collect_static, make_user, server_env
 from tests.browser.harness import sign_in as form_sign_in
 from tests.needs import CHROMIUM
+from tests.servers import Processes
 
 
 @pytest.fixture(scope="session")
@@ -35,15 +36,18 @@ def server(django_db_setup, django_db_blocker, static_root, tmp_path_factory) ->
         import redis
 
         redis.Redis.from_url(os.environ["PIWEB_REDIS_URL"]).flushdb()
+    running = Processes(tmp_path_factory.mktemp("server") / "server.log")
     with django_db_blocker.unblock():
-        running = Server(server_env(static_root), tmp_path_factory.mktemp("server") / "daphne.log").start()
+        env = server_env(static_root)
+        url = running.daphne(env)
+        if env.get("PIWEB_REDIS_URL"):
+            running.worker(env)
     try:
-        yield running.url
+        yield url
     finally:
         running.stop()
-        logged = running.log.read_text(errors="replace")
-        if "Traceback" in logged:  # shown with the failures, for whoever reads them
-            print(f"--- {running.log}:\n{logged[-6000:]}")
+        if running.errors():  # shown with the failures, for whoever reads them
+            print(f"--- {running.log}:\n{running.log.read_text(errors='replace')[-6000:]}")
 
 
 @pytest.fixture(scope="module")

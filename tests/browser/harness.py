@@ -6,20 +6,18 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.contrib.auth.models import User
-from django.db import connection
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests import servers
+from tests.servers import ROOT
+
 VIEWPORTS = {"desktop": {"width": 1400, "height": 900}, "phone": {"width": 390, "height": 844}}
 ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -27,38 +25,10 @@ ARGS = [
 ]  # fmt: skip
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def server_env(static_root: Path, **extra: str) -> dict[str, str]:
-    """The deployed settings on the test database (file SQLite or PostgreSQL) and this run's Redis."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PIWEB_") and k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
-    db = connection.settings_dict
-    if db["ENGINE"].endswith("sqlite3"):
-        env["PIWEB_SQLITE_PATH"] = str(db["NAME"])
-    else:
-        user = db.get("USER") or "postgres"
-        host, port = db.get("HOST") or "127.0.0.1", db.get("PORT") or 5432
-        env["PIWEB_DATABASE_URL"] = f"postgres://{user}@{host}:{port}/{db['NAME']}"
-    for name in ("PIWEB_REDIS_URL", "PIWEB_CACHE_URL"):
-        if os.environ.get(name):
-            env[name] = os.environ[name]
-    env.update(
-        DJANGO_SETTINGS_MODULE="piweb.settings",
-        PIWEB_DEBUG="false",
-        PIWEB_SECRET_KEY=str(settings.SECRET_KEY),  # the tests' own: same sessions, same chain key
-        PIWEB_ALLOWED_HOSTS="127.0.0.1",
-        PIWEB_STATIC_ROOT=str(static_root),
-        PIWEB_DEMO_DELAY="0.06",
-        PIWEB_JANITOR="0",
-        PIWEB_COMPACTION_KEEP_RECENT_TOKENS="40",
-        PIWEB_OPENAI_API_KEY="",
-        PIWEB_ANTHROPIC_API_KEY="",
-        PIWEB_LOG_LEVEL="WARNING",
-        PYTHONUNBUFFERED="1",
+    """tests.servers' deployed settings, with the collected static files and a visible demo stream."""
+    env = servers.server_env(
+        PIWEB_STATIC_ROOT=str(static_root), PIWEB_DEMO_DELAY="0.06", PIWEB_COMPACTION_KEEP_RECENT_TOKENS="40"
     )
     env.update(extra)
     return env
@@ -67,49 +37,6 @@ def server_env(static_root: Path, **extra: str) -> dict[str, str]:
 def collect_static(static_root: Path) -> None:
     env = {**os.environ, "PIWEB_STATIC_ROOT": str(static_root)}
     subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
-
-
-@dataclass
-class Server:
-    """daphne serving piweb.asgi:application (with Redis, a turn worker too). Their output goes to
-    a file (a pipe nobody reads would fill up and stop them), shown if they fail to start."""
-
-    env: dict[str, str]
-    log: Path
-    url: str = ""
-    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
-
-    def start(self) -> Server:
-        port = free_port()
-        commands = [[sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "piweb.asgi:application"]]
-        if self.env.get("PIWEB_REDIS_URL"):
-            commands.append([sys.executable, "manage.py", "turn_worker"])
-        with self.log.open("ab") as out:
-            for command in commands:
-                self.procs.append(subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=out, stderr=out))
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if self.procs[0].poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError(f"daphne did not start: {self.log.read_text()[-3000:]}") from None
-                time.sleep(0.1)
-        self.url = f"http://127.0.0.1:{port}"
-        return self
-
-    def stop(self) -> None:
-        for p in self.procs:
-            p.terminate()
-        for p in self.procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        self.procs.clear()
 
 
 def make_user(username: str, password: str, **fields: Any) -> User:

@@ -16,7 +16,7 @@ from twisted.web.test.requesthelper import DummyChannel
 from piweb import uploads
 from sessions_app.access.api_tokens import api_token_create
 from sessions_app.models import Entry, Session
-from tests.live.test_processes import Procs, procs  # noqa: F401  (the fixture)
+from tests.servers import Processes, server_env
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -42,13 +42,13 @@ def multipart(field: str, name: str, data: bytes) -> tuple[bytes, str]:
     return head.encode() + data + f"\r\n--{boundary}--\r\n".encode(), f"multipart/form-data; boundary={boundary}"
 
 
-def test_a_file_uploaded_to_daphne_is_imported_whole(procs: Procs, alice, generated):  # noqa: F811
+def test_a_file_uploaded_to_daphne_is_imported_whole(processes: Processes, alice, generated):
     data = generated(entries=400, seed=21, branch_prob=0.1, labels=4)
     token = api_token_create(user=alice, name="upload")[1]
-    port = procs.daphne()
+    base = processes.daphne(server_env())
     body, content_type = multipart("file", "s.jsonl", data)
     request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/api/sessions/import",
+        f"{base}/api/sessions/import",
         data=body,
         headers={"Authorization": f"Bearer {token}", "Content-Type": content_type},
     )
