@@ -86,6 +86,7 @@ async def viewer(
 
     loop = asyncio.get_running_loop()
     refresh: asyncio.TimerHandle | None = None
+    fetches: set[asyncio.Task[None]] = set()
 
     def refetch() -> None:
         async def run() -> None:
@@ -93,7 +94,9 @@ async def viewer(
             if status >= 400:
                 failures.append(("page", status, page))
 
-        loop.create_task(run())
+        task = loop.create_task(run())
+        fetches.add(task)
+        task.add_done_callback(fetches.discard)
 
     async with websockets.connect(url, additional_headers={"Cookie": cookie, "Origin": origin}) as ws:
         while not stop.is_set():
@@ -191,7 +194,7 @@ def main() -> None:
             for _round in range(args.rounds):
                 barrier = threading.Barrier(args.sends)
 
-                def send(i: int) -> None:
+                def send(i: int, barrier: threading.Barrier = barrier) -> None:
                     headers = {
                         "Cookie": f"sessionid={cookies[i]}; csrftoken=benchtoken{i:022d}",
                         "X-CSRFToken": f"benchtoken{i:022d}", "Origin": origin, "HX-Request": "true",
