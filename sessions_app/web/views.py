@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
+from django.db import transaction
 from django.http import (
     Http404,
     HttpRequest,
@@ -100,6 +101,9 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         "qs": urlencode({k: v for k, v in query.items() if v}),
         "form": form,
         "all_labels": explorer.all_labels(user=request.user),
+        "chat_teams": [
+            t for t, role in teams.team_list_for_user(user=_request_user(request)) if permissions.can(role, "import")
+        ],
     }
     if request.htmx and request.htmx.target == "session-table":
         return render(request, "sessions_app/session_list.html#session-table", context)
@@ -111,6 +115,24 @@ def _when(session: Session) -> dict[str, str]:
     if session.modified_ms:
         modified = datetime.fromtimestamp(session.modified_ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M")
     return {"created": session.created[:16].replace("T", " "), "modified": modified}
+
+
+@require_POST
+@login_required
+def session_new(request: HtmxHttpRequest) -> HttpResponse:
+    """The list's "New chat": an empty session (in a team the user may import into, if one is
+    chosen), then its page with the composer focused."""
+    form = forms.NewChatForm(request.POST)
+    if not form.is_valid():
+        return HttpResponseBadRequest("Choose a team or none.")
+    user = _request_user(request)
+    team = form.cleaned_data["team"]
+    with transaction.atomic():
+        into = teams.team_for_import(user=user, public_id=team) if team else None
+        session = services.session_create(owner=user)
+        if into is not None:
+            teams.session_move_to_team(session=session, team=into, actor=user)
+    return redirect(page_url(session) + "#composer")
 
 
 @require_POST

@@ -292,6 +292,20 @@
     }
   });
 
+  // --- new chat: the session list's button, also on "n" while no field has the focus ---------------
+  function typingIn(el) {
+    var tag = (el && el.tagName || "").toLowerCase();
+    return tag === "input" || tag === "textarea" || tag === "select" || !!(el && el.isContentEditable);
+  }
+  function onNewChatKey(ev) {
+    if (ev.key !== "n" || ev.ctrlKey || ev.metaKey || ev.altKey || ev.repeat || typingIn(ev.target)) return;
+    var btn = document.querySelector("[data-new-chat]");
+    if (!btn) return;
+    ev.preventDefault();
+    btn.click();
+  }
+  document.addEventListener("keydown", onNewChatKey);
+
   // --- import: drag and drop, several files, upload and import progress -----------------------
   function setupImport() {
     var form = document.querySelector("form[data-import]");
