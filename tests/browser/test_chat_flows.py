@@ -14,17 +14,11 @@ from django.contrib.auth.models import User
 from sessions_app.core import jsjson
 from sessions_app.models import Entry, Session
 from sessions_app.store import services
-from tests.browser.harness import wait_until
+from tests.browser.harness import message_actions, show_pane, wait_until
 from tests.browser.shots import shot
 from tests.builders import stored_message
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def viewport() -> str:
-    """Desktop only until the session page has its phone layout (the composer is cut off at 390 px)."""
-    return "desktop"
 
 
 def open_session(page, server: str, s: Session, query: str = "") -> None:
@@ -61,7 +55,10 @@ def test_send_stream_stop_and_a_second_viewer(login, server):
         page.wait_for_selector("#conversation .m-assistant:has-text('You said')")
         page.wait_for_selector("#chat-streaming article", state="detached")
     assert "Explain <b>streaming</b> & websockets" in b.inner_text("#conversation .m-user")
+    show_pane(b, "tree")
+    b.wait_for_selector("#tree-body li.node.k-assistant")
     assert b.locator("#tree-body li.node.k-assistant").count() == 1
+    show_pane(b, "conversation")
     assert a.input_value("#composer-text") == ""
     shot(a, "chat-answered-light")
     shot(b, "chat-answered-dark")
@@ -99,6 +96,7 @@ def test_edit_regenerate_compact_and_switch_branches(login, server):
     open_session(a, server, s)
 
     # Regenerate the last reply: a sibling streams in, the 2/2 switcher and the tree show it.
+    message_actions(a, f"#e-{ids['a2']}")
     a.locator(f"#e-{ids['a2']} [data-action=regenerate]").click()
     a.wait_for_selector("#chat-streaming article.streaming")
     a.wait_for_selector("#conversation .m-assistant:has-text('You said') .sib-pos:text-is('2/2')")
@@ -114,6 +112,7 @@ def test_edit_regenerate_compact_and_switch_branches(login, server):
     assert b.locator("#explorer[data-following]").count() == 0
 
     # Edit and resend u2: a sibling user message and its reply; A follows, B gets the tree and a notice.
+    message_actions(a, f"#e-{ids['u2']}")
     a.locator(f"#e-{ids['u2']} [data-action=edit]").click()
     a.fill(f"#e-{ids['u2']} textarea[name=text]", "How do branches happen, briefly?")
     shot(a, "chat-edit-light")
@@ -122,7 +121,9 @@ def test_edit_regenerate_compact_and_switch_branches(login, server):
     a.wait_for_selector("#conversation .m-assistant:has-text('briefly')")
     edited = Entry.objects.get(session=s, parent_id=ids["a1"], raw__contains="briefly").entry_id
     for page in (a, b):
+        show_pane(page, "tree")
         page.wait_for_selector(f"#tree-body [data-id='{edited}']")
+        show_pane(page, "conversation")
     b.wait_for_selector("#chat-notice:not([hidden])")
     assert b.locator(f"#e-{ids['a2']}").count() == 1 and "target=" in b.url  # still reading its branch
     shot(a, "chat-edited-light")
@@ -156,6 +157,7 @@ def test_edit_regenerate_compact_and_switch_branches(login, server):
     # Switch back to the first reply's branch and summarize the branch being left.
     a.goto(f"{server}/sessions/{s.public_id}/?target={ids['a2']}")
     a.wait_for_selector("#chat-presence li")
+    message_actions(a, f"#e-{ids['a2']}")
     a.locator(f"#e-{ids['a2']} [data-action=continue]").click()
     assert a.locator(f"#e-{ids['a2']} [data-summarize]").is_checked()
     a.fill(f"#e-{ids['a2']} input[name=instructions]", "what was decided")
@@ -169,6 +171,7 @@ def test_edit_regenerate_compact_and_switch_branches(login, server):
     shot(a, "chat-switched-light")
 
     # Continue from a user message: its text goes to the chat composer and its parent is the leaf.
+    message_actions(a, f"#e-{ids['u2']}")
     a.locator(f"#e-{ids['u2']} [data-action=continue]").click()
     wait_until(a, "document.getElementById('composer-text').value === 'How do branches happen?'")
     wait_until(a, f"document.getElementById('chat-parent').value === '{ids['a1']}'")

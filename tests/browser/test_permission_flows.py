@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from sessions_app.models import ShareLink
-from tests.browser.harness import make_user
+from tests.browser.harness import make_user, show_pane
 from tests.browser.shots import shot
 from tests.browser.test_explorer_flows import branchy
 
@@ -96,6 +96,7 @@ def test_branch_share_link(login, new_page, server):
     assert "And in Rust?" not in tree + conversation  # the sibling branch is not shown
     assert "serde_json" not in anon.content()
     # every link on the page stays inside the branch
+    show_pane(anon, "tree")
     anon.click("#tree-body li.node a.txt >> text=How do I parse JSONL?")
     anon.wait_for_selector("#conversation .msg.target:has-text('How do I parse JSONL?')")
     assert "/s/" in anon.url and "serde_json" not in anon.content()

@@ -8,6 +8,7 @@ from django.contrib.auth.models import User
 
 from sessions_app.models import ShareLink
 from sessions_app.store import services
+from tests.browser.harness import message_actions, session_actions
 from tests.browser.shots import shot
 from tests.builders import assistant, user
 
@@ -21,6 +22,7 @@ def test_share_the_session_and_a_branch(login, new_page, server):
     u1 = services.entry_append(session=s, payload=user("What is a monad?", 1_767_600_000_000), author=alice)
     services.entry_append(session=s, payload=assistant("A monoid in endofunctors.", 1_767_600_001_000), author=alice)
     page.goto(f"{server}/sessions/{s.public_id}/")
+    session_actions(page)
     page.click(".head-actions [data-action=share]")
     page.select_option(".head-share select[name=expires_days]", "30")
     page.click(".head-share [data-action=create-share]")
@@ -39,6 +41,7 @@ def test_share_the_session_and_a_branch(login, new_page, server):
 
     page.goto(f"{server}/sessions/{s.public_id}/")
     msg = f"#e-{u1.entry_id}"
+    message_actions(page, msg)
     page.click(f"{msg} [data-action=share-branch]")
     page.click(f"{msg} [data-action=create-share]")
     page.wait_for_selector(f"{msg} #share-url")

@@ -58,6 +58,7 @@ def test_the_session_pages_tree_and_conversation_read_only(tree):
         assert f'data-action="{action}"' not in html
     assert 'id="chat-composer"' not in html and 'id="label-form-template"' not in html
     assert "/sessions/" not in html  # every link stays under the share link
+    assert 'class="pane-tabs"' in html
 
 
 def test_a_branch_link_shows_only_its_branch(tree):
