@@ -5,6 +5,7 @@ reading another branch is not pulled off it."""
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -177,3 +178,27 @@ def test_edit_regenerate_compact_and_switch_branches(login, server):
     wait_until(a, f"document.getElementById('chat-parent').value === '{ids['a1']}'")
     s.refresh_from_db()
     assert s.leaf_id == ids["a1"]
+
+
+def test_new_chat_from_the_list(login, server):
+    page = login()
+    assert page.get_attribute("[data-new-chat]", "title") == "Start a new chat (n)"
+    page.click("[data-new-chat]")
+    page.wait_for_url(re.compile(r"/sessions/[^/]+/#composer$"))
+    page.wait_for_selector("#chat-presence li")
+    wait_until(page, "document.activeElement === document.getElementById('composer-text')")
+    shot(page, "chat-new-light")
+    page.keyboard.type("Hello from a new chat")  # the composer has the focus
+    page.click("#chat-composer [data-action=send]")
+    page.wait_for_selector("#chat-streaming article.streaming .stream-block")
+    page.wait_for_selector("#conversation .m-assistant:has-text('Hello from a new chat')")
+    page.wait_for_selector("#chat-streaming article", state="detached")
+    s = Session.objects.get()
+    assert s.owner.username == "alice" and s.first_message == "Hello from a new chat"
+    assert s.public_id in page.url
+
+    # From the list again, with its key: "n" while no field has the focus.
+    page.goto(server + "/")
+    page.keyboard.press("n")
+    page.wait_for_url(re.compile(r"/sessions/[^/]+/#composer$"))
+    assert Session.objects.count() == 2
