@@ -67,26 +67,18 @@ def shared_page(request: HtmxHttpRequest, token: str) -> HttpResponse:
     return render(request, "settings/shared.html", context)
 
 
-@share_view
-def shared_tree_gap(request: HtmxHttpRequest, token: str) -> HttpResponse:
-    return views.gap_response(request, share_reader(token))
+def shared_read(func: views.ReaderFunc[...]) -> SharedView:
+    """A GET of the session page's lazy loads under a share link (views.gap_response and the rest)."""
+
+    @functools.wraps(func)
+    def view(request: HtmxHttpRequest, token: str, *args: Any, **kwargs: Any) -> HttpResponse:
+        return func(request, share_reader(token), *args, **kwargs)
+
+    return share_view(view)
 
 
-@share_view
-def shared_tree_branch(request: HtmxHttpRequest, token: str) -> HttpResponse:
-    return views.branch_response(request, share_reader(token))
-
-
-@share_view
-def shared_earlier(request: HtmxHttpRequest, token: str) -> HttpResponse:
-    return views.earlier_response(request, share_reader(token))
-
-
-@share_view
-def shared_output(request: HtmxHttpRequest, token: str, entry_id: str) -> HttpResponse:
-    return views.output_response(request, share_reader(token), entry_id)
-
-
-@share_view
-def shared_image(request: HtmxHttpRequest, token: str, entry_id: str, index: int) -> HttpResponse:
-    return views.image_response(share_reader(token), entry_id, index)
+shared_tree_gap = shared_read(views.gap_response)
+shared_tree_branch = shared_read(views.branch_response)
+shared_earlier = shared_read(views.earlier_response)
+shared_output = shared_read(views.output_response)
+shared_image = shared_read(views.image_response)

@@ -428,37 +428,10 @@ def session_detail(request: HtmxHttpRequest, session: Session) -> HttpResponse:
     return render(request, "sessions_app/session_detail.html", context)
 
 
-@require_GET
-@session_view
-def tree_gap(request: HtmxHttpRequest, session: Session) -> HttpResponse:
-    return gap_response(request, user_reader(request, session))
+# The session page's lazy loads (tree gaps and branches, earlier messages, full outputs, images), for
+# a signed-in user (user_read, below) or a share link's visitor (shared_views.shared_read).
 
-
-@require_GET
-@session_view
-def tree_branch(request: HtmxHttpRequest, session: Session) -> HttpResponse:
-    return branch_response(request, user_reader(request, session))
-
-
-@require_GET
-@session_view
-def conversation_earlier(request: HtmxHttpRequest, session: Session) -> HttpResponse:
-    return earlier_response(request, user_reader(request, session))
-
-
-@require_GET
-@session_view
-def entry_output(request: HtmxHttpRequest, session: Session, entry_id: str) -> HttpResponse:
-    return output_response(request, user_reader(request, session), entry_id)
-
-
-@require_GET
-@session_view
-def entry_image(request: HtmxHttpRequest, session: Session, entry_id: str, index: int) -> HttpResponse:
-    return image_response(user_reader(request, session), entry_id, index)
-
-
-# The session page's lazy loads, for a user (the views above) or a share link (shared_views.py).
+ReaderFunc = Callable[Concatenate[HtmxHttpRequest, Reader, P], HttpResponse]
 
 
 def gap_response(request: HtmxHttpRequest, reader: Reader) -> HttpResponse:
@@ -540,7 +513,7 @@ def output_response(request: HtmxHttpRequest, reader: Reader, entry_id: str) -> 
     return render(request, "sessions_app/partials/output.html", {"b": block, "session": reader.session})
 
 
-def image_response(reader: Reader, entry_id: str, index: int) -> HttpResponse:
+def image_response(request: HtmxHttpRequest, reader: Reader, entry_id: str, index: int) -> HttpResponse:
     reader.check(entry_id)
     entry = selectors.entry_get(session=reader.session, entry_id=entry_id)
     found = markup.image_block(entry.raw, index)
@@ -551,6 +524,23 @@ def image_response(reader: Reader, entry_id: str, index: int) -> HttpResponse:
     response["Content-Security-Policy"] = "default-src 'none'"
     response["Cache-Control"] = "private, max-age=86400"
     return response
+
+
+def user_read(func: ReaderFunc[P]) -> View[...]:
+    """A GET of the session page's lazy loads for a user who may read the session."""
+
+    @functools.wraps(func)
+    def view(request: HtmxHttpRequest, session: Session, *args: P.args, **kwargs: P.kwargs) -> HttpResponse:
+        return func(request, user_reader(request, session), *args, **kwargs)
+
+    return require_GET(session_view(view))
+
+
+tree_gap = user_read(gap_response)
+tree_branch = user_read(branch_response)
+conversation_earlier = user_read(earlier_response)
+entry_output = user_read(output_response)
+entry_image = user_read(image_response)
 
 
 # --- actions -----------------------------------------------------------------------------------
