@@ -7,7 +7,9 @@ Imports pi's tests/fixtures/pi/large-session.jsonl and a generated 100k-entry se
 scratch database, then times requests through Django's test client (server time: the whole
 request/response cycle in-process, no network). The process is warmed on a tiny session first, so
 template compilation and imports are not counted; every figure is the first request for that URL.
-Targets: first render < 300 ms and < 500 KB; opening a folded segment < 100 ms.
+Targets: first render < 300 ms and < 500 KB; opening a folded segment < 100 ms. The page behind a
+share link (signed out, a whole-session link and a branch link to the middle of the session), the
+same way: first render < 300 ms and, for the 1k-entry session, < 300 KB.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ def main() -> None:
     from django.test.utils import CaptureQueriesContext
 
     from sessions_app.models import Session
-    from sessions_app.store import services
+    from sessions_app.store import services, shares
     from sessions_app.store.importing import pipeline
 
     settings.ALLOWED_HOSTS = ["*"]
@@ -73,7 +75,7 @@ def main() -> None:
     client = Client()
     client.force_login(user)
 
-    def timed(url: str, **headers: str) -> tuple[float, int, int, str]:
+    def timed(url: str, client: Client = client, **headers: str) -> tuple[float, int, int, str]:
         with CaptureQueriesContext(connection) as queries:
             t = time.perf_counter()
             response = client.get(url, headers=headers)
@@ -114,6 +116,21 @@ def main() -> None:
             print(f"{'':<22} {'first render, filter ' + mode:<34} {ms5:8.0f} {size5 / 1024:8.0f} {nq5:8}")
         ms6, size6, nq6, _ = timed(f"{url}?q=session+tree", **{"HX-Request": "true", "HX-Target": "tree-body"})
         print(f"{'':<22} {'tree search (2 words)':<34} {ms6:8.0f} {size6 / 1024:8.0f} {nq6:8}")
+    print()
+    anonymous = Client()
+    for name, session in sessions.items():
+        session = Session.objects.get(pk=session.pk)
+        middle = session.entries.order_by("seq")[session.last_seq // 2].entry_id
+        for what, entry in (("share link, whole session", None), ("share link, branch at the middle", middle)):
+            _, token = shares.share_create(session=session, user=user, entry_id=entry)
+            ms8, size8, nq8, html8 = timed(f"/s/{token}/", client=anonymous)
+            ok &= ms8 < 300 and (size8 < 300_000 or session.last_seq > 2000)
+            print(f"{name:<22} {what:<34} {ms8:8.0f} {size8 / 1024:8.0f} {nq8:8}")
+            lazy = re.search(r'hx-get="(/s/[^"]+/tree/(?:gap|branch)/\?[^"]+)"', html8)
+            if lazy:
+                ms9, size9, nq9, _ = timed(lazy.group(1).replace("&amp;", "&"), client=anonymous)
+                ok &= ms9 < 100
+                print(f"{'':<22} {'  its first lazy tree load':<34} {ms9:8.0f} {size9 / 1024:8.0f} {nq9:8}")
     ms7, size7, nq7, _ = timed("/")
     print(f"{'session list':<22} {'':<34} {ms7:8.0f} {size7 / 1024:8.0f} {nq7:8}")
     print()

@@ -9,7 +9,7 @@ opened. Each function issues a fixed number of queries whatever the session's si
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +55,12 @@ def _row(r: Sequence[Any]) -> tv.Row:
         depth=r[6],
         preview=r[7],
     )
+
+
+def _scoped(rows: Iterable[tv.Row], scope: Container[str] | None) -> list[tv.Row]:
+    """The rows a reader may see: all of them, or those in a share link's scope (share_scope: the
+    path to an entry and its subtree, so an entry in scope has its ancestors in scope too)."""
+    return list(rows) if scope is None else [r for r in rows if r.id in scope]
 
 
 def _fetch(sql: str, params: Sequence[Any]) -> list[tv.Row]:
@@ -210,8 +216,9 @@ class Page_:
     labels: dict[str, str]
 
 
-def page(session: Session, *, place: Place, mode: str, search: str = "") -> Page_:
-    labels = sel.labels(session=session)
+def page(session: Session, *, place: Place, mode: str, search: str = "", scope: Container[str] | None = None) -> Page_:
+    """Everything the session page draws; with a scope (a share link's), only entries in it."""
+    labels = sel.labels(session=session, within=scope)
     path: list[tv.Row] = []
     tree = TreePanel([], [], {}, labels, set(), mode, None, 0, search)
     conv: list[Entry] = []
@@ -221,14 +228,21 @@ def page(session: Session, *, place: Place, mode: str, search: str = "") -> Page
         gap = max(0, place.leaf.depth - place.target.depth)
         walk = min(MAX_WALK, gap + max(WALK_LIMIT.get(mode, 400), CONV_BEFORE + 1))
         path = list(reversed(walk_up(session, place.leaf.id, walk)))
-        tree = tree_panel(session, path=path, place=place, mode=mode, labels=labels, search=search)
+        tree = tree_panel(session, path=path, place=place, mode=mode, labels=labels, search=search, scope=scope)
         conv, more_above, more_below = _conversation(session, path, place.target.id)
-        sibs = siblings_for(session, conv)
+        sibs = siblings_for(session, conv, scope)
     return Page_(session, place, path, tree, conv, more_above, more_below, sibs, labels)
 
 
 def tree_panel(
-    session: Session, *, path: list[tv.Row], place: Place, mode: str, labels: dict[str, str], search: str = ""
+    session: Session,
+    *,
+    path: list[tv.Row],
+    place: Place,
+    mode: str,
+    labels: dict[str, str],
+    search: str = "",
+    scope: Container[str] | None = None,
 ) -> TreePanel:
     assert place.leaf is not None and place.target is not None
     if search.strip():
@@ -237,13 +251,14 @@ def tree_panel(
     if session.last_seq <= FULL_TREE:
         # Small enough to read whole (one query): every branch is drawn, nothing is lazy.
         sql = f"SELECT {_COLS} FROM {T} e WHERE e.session_id = %s ORDER BY e.seq"
-        rows = {r.id: r for r in _fetch(sql, [session.pk])}
+        rows = {r.id: r for r in _scoped(_fetch(sql, [session.pk]), scope)}
         v = tv.view(tv.skeleton(rows.values()), mode=mode, labels=labels, leaf_id=place.leaf.id, keep=keep)
         w = tv.window(v, focus=place.target.id)
         return TreePanel(w.items, w.roots, rows, labels, v.on_path, mode, w.focus, v.visible, search)
     reached_root = bool(path) and path[0].parent_id is None
-    near = around(session, path, mode=mode, labels=labels, roots=reached_root)
+    near = _scoped(around(session, path, mode=mode, labels=labels, roots=reached_root), scope)
     below, explored = subtree(session, place.leaf.id, BELOW_LIMIT)
+    below = _scoped(below, scope)
     rows = {r.id: r for r in [*path, *near, *below]}
     sk = tv.skeleton(rows.values())
     v = tv.view(sk, mode=mode, labels=labels, leaf_id=place.leaf.id, keep=keep, path=[r.id for r in path])
@@ -287,15 +302,23 @@ def _empty(role: str | None, preview: str) -> bool:
 
 
 def gap_panel(
-    session: Session, *, node_id: str, up: bool, depth: int, mode: str, leaf_id: str | None
+    session: Session,
+    *,
+    node_id: str,
+    up: bool,
+    depth: int,
+    mode: str,
+    leaf_id: str | None,
+    scope: Container[str] | None = None,
 ) -> tuple[list[tv.Item], dict[str, tv.Row], set[str]]:
-    """Rows for an opened gap: the CHUNK entries above node_id (on the viewed path) or below it."""
-    labels = sel.labels(session=session)
+    """Rows for an opened gap: the CHUNK entries above node_id (on the viewed path) or below it;
+    with a scope, only those in it."""
+    labels = sel.labels(session=session, within=scope)
     keep = [session.leaf_id, leaf_id]
     if up:
         chain = list(reversed(walk_up(session, node_id, CHUNK * (3 if mode in ("default", "no-tools") else 10))))
         reached_root = bool(chain) and chain[0].parent_id is None
-        near = around(session, chain[:-1], mode=mode, labels=labels, roots=reached_root)
+        near = _scoped(around(session, chain[:-1], mode=mode, labels=labels, roots=reached_root), scope)
         rows = {r.id: r for r in [*chain, *near]}
         v = tv.view(tv.skeleton(rows.values()), mode=mode, labels=labels, keep=keep, path=[r.id for r in chain])
         known = {r.id for r in chain} | {r.id for r in near if not tv.is_visible(r, mode, labels)}
@@ -317,17 +340,20 @@ def gap_panel(
         )
         return items, rows, v.on_path
     below, explored = subtree(session, node_id, CHUNK * 4)
-    rows = {r.id: r for r in below}
+    rows = {r.id: r for r in _scoped(below, scope)}
     v = tv.view(tv.skeleton(rows.values()), mode=mode, labels=labels, keep=[*keep, node_id], path=[])
     items = tv.chunk_items(v, node_id, skip_first=True, skip_last=False, depth=depth, chunk=CHUNK, explored=explored)
     return items, rows, set()
 
 
-def branch_panel(session: Session, *, node_id: str, depth: int, mode: str) -> tuple[list[tv.Item], dict[str, tv.Row]]:
-    """A folded alternative opened: its lane's first CHUNK rows, further alternatives folded."""
-    labels = sel.labels(session=session)
+def branch_panel(
+    session: Session, *, node_id: str, depth: int, mode: str, scope: Container[str] | None = None
+) -> tuple[list[tv.Item], dict[str, tv.Row]]:
+    """A folded alternative opened: its lane's first CHUNK rows, further alternatives folded; with a
+    scope, only those in it."""
+    labels = sel.labels(session=session, within=scope)
     below, explored = subtree(session, node_id, CHUNK * 4)
-    rows = {r.id: r for r in below}
+    rows = {r.id: r for r in _scoped(below, scope)}
     v = tv.view(tv.skeleton(rows.values()), mode=mode, labels=labels, keep=[session.leaf_id, node_id], path=[])
     start = tv.anchor_of(v, node_id) or node_id
     items = tv.chunk_items(v, start, skip_first=False, skip_last=False, depth=depth, chunk=CHUNK, explored=explored)
@@ -370,15 +396,19 @@ def _children_of(parents: Sequence[str | None]) -> Q:
     return cond | Q(parent_id=None) if len(ids) < len(parents) else cond
 
 
-def siblings_for(session: Session, conv: Sequence[Entry]) -> dict[str, tv.Siblings]:
+def siblings_for(
+    session: Session, conv: Sequence[Entry], scope: Container[str] | None = None
+) -> dict[str, tv.Siblings]:
     """For each drawn entry whose parent branches (or that is one of several roots): its place
-    among the alternatives (tv.siblings)."""
+    among the alternatives (tv.siblings) in the scope, if one is given."""
     parents = list({e.parent_id for e in conv})
     rows = Entry.objects.filter(session=session).exclude(type__in=tv.NOT_SIBLINGS).order_by()
     rows_of = rows.values_list("parent_id", "ts_ms", "seq", "entry_id")
     found = in_batches(parents, lambda part: rows_of.filter(_children_of(part)))
     kids: dict[str | None, list[tuple[tuple[int, int], str]]] = {}
     for parent_id, ts_ms, seq, entry_id in found:
+        if scope is not None and entry_id not in scope:
+            continue
         kids.setdefault(parent_id, []).append((tv.sibling_key(parent_id=parent_id, ts_ms=ts_ms, seq=seq), entry_id))
     out: dict[str, tv.Siblings] = {}
     for e in conv:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Container, Iterable, Iterator, Mapping
 from typing import Any
 
 import orjson
@@ -141,15 +141,21 @@ def label_texts(*, sessions: QuerySet[Session] | Iterable[int] | None) -> dict[s
     return texts
 
 
-def label_entries_in_force(*, session: Session) -> dict[str, Mapping[str, Any]]:
+def label_entries_in_force(*, session: Session, within: Container[str] | None = None) -> dict[str, Mapping[str, Any]]:
     """The label entry in force for each labelled entry (tree.labels_in_force): its "label", and
-    when it was set ("timestamp", pi's labelTimestampsById)."""
-    return labels_in_force(data for _, data in label_lines(sessions=[session.pk]))
+    when it was set ("timestamp", pi's labelTimestampsById). ``within``: only the label entries
+    among these ids count, and only for entries among them (a share link's scope)."""
+    lines = (data for _, data in label_lines(sessions=[session.pk]))
+    if within is None:
+        return labels_in_force(lines)
+    found = labels_in_force(data for data in lines if data.get("id") in within)
+    return {target: data for target, data in found.items() if target in within}
 
 
-def labels(*, session: Session) -> dict[str, str]:
-    """Resolved labels, last label entry wins (in file order, whatever the branch)."""
-    return {target: data["label"] for target, data in label_entries_in_force(session=session).items()}
+def labels(*, session: Session, within: Container[str] | None = None) -> dict[str, str]:
+    """Resolved labels, last label entry wins (in file order, whatever the branch); ``within`` as
+    for label_entries_in_force."""
+    return {target: data["label"] for target, data in label_entries_in_force(session=session, within=within).items()}
 
 
 def tree_flat(*, session: Session) -> dict[str, Any]:

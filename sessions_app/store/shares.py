@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from dataclasses import dataclass
 from datetime import timedelta
 
 from django.contrib.auth.models import User
@@ -20,11 +19,11 @@ from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from sessions_app.access import audit, permissions
-from sessions_app.core.tree import Node
-from sessions_app.errors import InvalidRequest, SessionNotFound, ShareNotFound
+from sessions_app.core import jsjson
+from sessions_app.core.listing import Listing, update_listing
+from sessions_app.errors import EntryNotFound, InvalidRequest, SessionNotFound, ShareNotFound
 from sessions_app.models import Entry, Session, ShareLink
 from sessions_app.store import explorer, selectors
-from sessions_app.store.batches import in_batches
 
 TOKEN_PREFIX = "pis_"
 
@@ -154,50 +153,48 @@ def share_scope(share: ShareLink) -> set[str] | None:
     return ids
 
 
-@dataclass(frozen=True)
-class SharedRow:
-    id: str
-    parent_id: str | None
-    preview: str
-    depth: int
-    type: str
-    role: str | None
-
-
-TREE_LIMIT = 2000
-
-
-def shared_tree(share: ShareLink, scope: set[str] | None) -> tuple[list[SharedRow], bool]:
-    """Rows of the tree the link shows, in file order (at most TREE_LIMIT; True if cut)."""
-    rows = Entry.objects.filter(session=share.session).order_by("seq")
-    if scope is not None:
-        rows = rows.filter(entry_id__in=scope)
-    values = rows.values_list("entry_id", "parent_id", "preview", "depth", "type", "role")[: TREE_LIMIT + 1]
-    out = [SharedRow(*v) for v in values]
-    return out[:TREE_LIMIT], len(out) > TREE_LIMIT
-
-
-def shared_leaf(share: ShareLink, scope: set[str] | None, requested: str | None) -> str | None:
-    """The leaf to show: the one asked for if in scope (ShareNotFound otherwise), else the
-    session's leaf if in scope, else the newest leaf below the shared entry (explorer.newest_leaf)."""
+def shared_place(
+    share: ShareLink, scope: set[str] | None, *, leaf_id: str | None, target_id: str | None
+) -> explorer.Place:
+    """Where a share page looks, as explorer.resolve_place, inside the scope: an entry asked for
+    outside it is ShareNotFound. Without a leaf: the session's leaf if in scope, else the newest leaf
+    below the target or, when that leaves the scope (a target above the shared entry), below the
+    shared entry (explorer.newest_leaf, whose subtree is all in scope)."""
     session = share.session
-    if requested:
-        if scope is not None and requested not in scope:
+    for asked in (leaf_id, target_id):
+        if asked is not None and scope is not None and asked not in scope:
             raise ShareNotFound("Entry not found")
-        selectors.entry_get(session=session, entry_id=requested)
-        return requested
-    if scope is None or session.leaf_id in scope:
-        return session.leaf_id
+    if leaf_id is None and target_id is not None:
+        leaf_id = explorer.newest_leaf(session, target_id)
+        if scope is not None and leaf_id not in scope:
+            leaf_id = _branch_leaf(share)  # it passes through the target, an ancestor of the entry
+    if leaf_id is None and scope is not None and session.leaf_id not in scope:
+        leaf_id = _branch_leaf(share)
+    try:
+        return explorer.resolve_place(session, leaf_id=leaf_id, target_id=target_id)
+    except EntryNotFound:
+        raise ShareNotFound("Entry not found") from None
+
+
+def _branch_leaf(share: ShareLink) -> str:
     assert share.entry_id is not None  # a scope is a branch's
-    return explorer.newest_leaf(session, share.entry_id)  # its subtree is all in scope
+    return explorer.newest_leaf(share.session, share.entry_id)
 
 
-def shared_path(share: ShareLink, leaf_id: str | None) -> list[Entry]:
-    """The conversation along the path to leaf_id (root first); leaf_id is already in scope, and
-    so is every ancestor of an in-scope entry."""
-    if leaf_id is None:
-        return []
-    nodes: list[Node] = selectors.path_nodes(session=share.session, leaf_id=leaf_id)
-    rows = Entry.objects.filter(session=share.session)
-    by_id = {e.entry_id: e for e in in_batches([n.id for n in nodes], lambda part: rows.filter(entry_id__in=part))}
-    return [by_id[n.id] for n in nodes]
+def shared_title(share: ShareLink, scope: set[str] | None) -> str:
+    """The name a share page shows, by pi's listing rule (listing.update_listing: the latest
+    session_info's name, else the first user message) over the entries in the scope only."""
+    session = share.session
+    if scope is None:
+        return session.name or session.first_message
+    listed = Listing()
+    rows = Entry.objects.filter(session=session).order_by("seq").values_list("entry_id", "raw")
+    for entry_id, raw in rows.filter(type="session_info").iterator(chunk_size=200):
+        if entry_id in scope:
+            update_listing(listed, jsjson.loads(raw))
+    for entry_id, raw in rows.filter(type="message", role="user").iterator(chunk_size=200):
+        if entry_id in scope:
+            update_listing(listed, jsjson.loads(raw))
+            if listed.first_message:
+                break
+    return listed.name or listed.first_message

@@ -19,6 +19,12 @@ class ListQueryForm(forms.Form):
     page = forms.IntegerField(required=False, min_value=1)
 
 
+class NewChatForm(forms.Form):
+    """The session list's "New chat": optionally in one of the user's teams (its public id)."""
+
+    team = forms.CharField(required=False, max_length=200)
+
+
 class PlaceForm(forms.Form):
     """Where a session page looks (all optional; ids are checked against the session by the selector)."""
 

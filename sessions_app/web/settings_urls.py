@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.urls import path
 
 from sessions_app.web import settings_views as v
+from sessions_app.web import shared_views
 
 app_name = "settings"
 
@@ -13,7 +14,12 @@ urlpatterns = [
     path("settings/shares/", v.share_list, name="shares"),
     path("settings/shares/<int:share_id>/revoke/", v.share_revoke, name="share_revoke"),
     path("sessions/<str:public_id>/share/", v.share_create, name="share_create"),
-    path("s/<str:token>/", v.shared_page, name="shared"),
+    path("s/<str:token>/", shared_views.shared_page, name="shared"),
+    path("s/<str:token>/tree/gap/", shared_views.shared_tree_gap, name="shared_tree_gap"),
+    path("s/<str:token>/tree/branch/", shared_views.shared_tree_branch, name="shared_tree_branch"),
+    path("s/<str:token>/conversation/earlier/", shared_views.shared_earlier, name="shared_earlier"),
+    path("s/<str:token>/entries/<str:entry_id>/output/", shared_views.shared_output, name="shared_output"),
+    path("s/<str:token>/entries/<str:entry_id>/image/<int:index>/", shared_views.shared_image, name="shared_image"),
     path("teams/", v.team_list, name="teams"),
     path("teams/new/", v.team_create, name="team_create"),
     path("teams/<str:public_id>/", v.team_detail, name="team"),

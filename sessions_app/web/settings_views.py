@@ -1,4 +1,4 @@
-"""Settings pages (API tokens, share links, teams) and the public shared-session page.
+"""Settings pages: API tokens, share links, teams (the page behind a share link: shared_views.py).
 
 Thin like views.py: forms validate, services in api_tokens.py, shares.py and teams.py do the work and
 check permissions; errors become 404 (nothing to see), 403 (seen but not allowed) or 400.
@@ -21,7 +21,6 @@ from sessions_app.errors import (
     MemberError,
 )
 from sessions_app.models import TEAM_ROLES, Membership, Session, Team
-from sessions_app.render import markup
 from sessions_app.store import selectors, shares
 
 # --- forms ---------------------------------------------------------------------------------------
@@ -127,25 +126,6 @@ def share_revoke(request: HttpRequest, share_id: int) -> HttpResponse:
         context = {"shares": shares.share_list_for_user(user=_user(request))}
         return render(request, "settings/shares.html#share-table", context)
     return redirect("settings:shares")
-
-
-@require_GET
-def shared_page(request: HttpRequest, token: str) -> HttpResponse:
-    """The read-only page behind a share link: only entries inside the link's scope."""
-    share = shares.share_resolve(token)
-    scope = shares.share_scope(share)
-    leaf = shares.shared_leaf(share, scope, request.GET.get("leaf") or None)
-    path = shares.shared_path(share, leaf)
-    shown = markup.shown_path(path)
-    rows, cut = shares.shared_tree(share, scope)
-    on_path = {e.entry_id for e in path}
-    shares.share_viewed(share=share)
-    context = {"share": share, "session": share.session, "shown": shown, "rows": rows, "cut": cut}
-    context.update(leaf=leaf, on_path=on_path, token=token)
-    response = render(request, "settings/shared.html", context)
-    response["Referrer-Policy"] = "no-referrer"  # the token is in the URL
-    response["X-Robots-Tag"] = "noindex"
-    return response
 
 
 # --- teams ---------------------------------------------------------------------------------------

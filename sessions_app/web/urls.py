@@ -10,6 +10,7 @@ urlpatterns = [
     path("", views.session_list, name="list"),
     path("import/", views.session_import, name="import"),
     path("import/<str:job_id>/", views.import_progress, name="import_progress"),
+    path("sessions/new/", views.session_new, name="new"),
     path("sessions/<str:public_id>/", views.session_detail, name="detail"),
     path("sessions/<str:public_id>/tree/gap/", views.tree_gap, name="tree_gap"),
     path("sessions/<str:public_id>/tree/branch/", views.tree_branch, name="tree_branch"),

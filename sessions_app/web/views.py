@@ -9,12 +9,14 @@ from __future__ import annotations
 import base64
 import functools
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Concatenate, ParamSpec
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
+from django.db import transaction
 from django.http import (
     Http404,
     HttpRequest,
@@ -36,10 +38,10 @@ from sessions_app.core import jsjson
 from sessions_app.core import treeview as tv
 from sessions_app.core.clock import now_ms
 from sessions_app.core.tree import TEXTLESS_PREFIX, editor_text
-from sessions_app.errors import ImportNotFound, InvalidRequest
-from sessions_app.models import Session
+from sessions_app.errors import EntryNotFound, ImportNotFound, InvalidRequest
+from sessions_app.models import Session, ShareLink
 from sessions_app.render import markup
-from sessions_app.store import explorer, selectors, services
+from sessions_app.store import explorer, selectors, services, shares
 from sessions_app.store.importing import background
 from sessions_app.web import chat_views, exports, forms
 
@@ -100,6 +102,9 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         "qs": urlencode({k: v for k, v in query.items() if v}),
         "form": form,
         "all_labels": explorer.all_labels(user=request.user),
+        "chat_teams": [
+            t for t, role in teams.team_list_for_user(user=_request_user(request)) if permissions.can(role, "import")
+        ],
     }
     if request.htmx and request.htmx.target == "session-table":
         return render(request, "sessions_app/session_list.html#session-table", context)
@@ -111,6 +116,24 @@ def _when(session: Session) -> dict[str, str]:
     if session.modified_ms:
         modified = datetime.fromtimestamp(session.modified_ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M")
     return {"created": session.created[:16].replace("T", " "), "modified": modified}
+
+
+@require_POST
+@login_required
+def session_new(request: HtmxHttpRequest) -> HttpResponse:
+    """The list's "New chat": an empty session (in a team the user may import into, if one is
+    chosen), then its page with the composer focused."""
+    form = forms.NewChatForm(request.POST)
+    if not form.is_valid():
+        return HttpResponseBadRequest("Choose a team or none.")
+    user = _request_user(request)
+    team = form.cleaned_data["team"]
+    with transaction.atomic():
+        into = teams.team_for_import(user=user, public_id=team) if team else None
+        session = services.session_create(owner=user)
+        if into is not None:
+            teams.session_move_to_team(session=session, team=into, actor=user)
+    return redirect(page_url(session) + "#composer")
 
 
 @require_POST
@@ -158,10 +181,51 @@ def import_progress(request: HtmxHttpRequest, job_id: str) -> HttpResponse:
 # --- the session page --------------------------------------------------------------------------
 
 
-def page_url(session: Session, **params: str | None) -> str:
-    base = reverse("sessions:detail", args=[session.public_id])
+def with_query(base: str, **params: str | None) -> str:
+    """base with the page parameters that are set (the default filter is left out)."""
     query = {k: v for k, v in params.items() if v and not (k == "filter" and v == "default")}
     return f"{base}?{urlencode(query)}" if query else base
+
+
+def page_url(session: Session, **params: str | None) -> str:
+    return with_query(reverse("sessions:detail", args=[session.public_id]), **params)
+
+
+@dataclass(frozen=True, slots=True)
+class Reader:
+    """Whom the session page is drawn for: a signed-in user, with their capabilities, or whoever
+    opens a share link: read-only, only the entries in the link's scope, every URL under the link's.
+    The page, its fragments and its lazy loads (tree gaps and branches, earlier messages, full
+    outputs, images) are the same views for both (web/shared_views.py has the link's)."""
+
+    session: Session
+    base: str  # the page's URL: /sessions/<id>/ or /s/<token>/
+    can: dict[str, bool]
+    share: ShareLink | None = None
+    scope: set[str] | None = None  # the entries the reader may see; None: all of them
+    token: str = ""  # the share link's, for its URLs (templatetags/piweb_urls.py)
+
+    def url(self, **params: str | None) -> str:
+        return with_query(self.base, **params)
+
+    def check(self, entry_id: str) -> None:
+        """EntryNotFound (a 404) for an entry outside the reader's scope."""
+        if self.scope is not None and entry_id not in self.scope:
+            raise EntryNotFound(f"Entry {entry_id} not found", entryId=entry_id)
+
+    def entry_row(self, entry_id: str) -> tv.Row:
+        """The entry, if it exists and the reader may see it (EntryNotFound otherwise)."""
+        self.check(entry_id)
+        return explorer.entry_row(self.session, entry_id)
+
+    def place(self, params: dict[str, Any]) -> explorer.Place:
+        if self.share is not None:
+            return shares.shared_place(self.share, self.scope, leaf_id=params["leaf"], target_id=params["target"])
+        return explorer.resolve_place(self.session, leaf_id=params["leaf"], target_id=params["target"])
+
+
+def user_reader(request: HtmxHttpRequest, session: Session) -> Reader:
+    return Reader(session, reverse("sessions:detail", args=[session.public_id]), _can(request, session))
 
 
 KINDS = {
@@ -201,7 +265,7 @@ class Presenter:
 
     def __init__(
         self,
-        session: Session,
+        reader: Reader,
         *,
         rows: dict[str, tv.Row],
         labels: dict[str, str],
@@ -210,14 +274,13 @@ class Presenter:
         focus: str | None,
         mode: str,
     ) -> None:
-        self.session, self.rows, self.labels, self.on_path = session, rows, labels, on_path
+        self.reader, self.session, self.rows, self.labels, self.on_path = reader, reader.session, rows, labels, on_path
         self.view_leaf, self.focus, self.mode = view_leaf, focus, mode
-        self.base = reverse("sessions:detail", args=[session.public_id])
 
     def open_url(self, node: str) -> str:
         if node in self.on_path and self.view_leaf:
-            return page_url(self.session, leaf=self.view_leaf, target=node, filter=self.mode)
-        return page_url(self.session, target=node, filter=self.mode)
+            return self.reader.url(leaf=self.view_leaf, target=node, filter=self.mode)
+        return self.reader.url(target=node, filter=self.mode)
 
     def node(self, node_id: str) -> dict[str, Any]:
         row = self.rows[node_id]
@@ -267,13 +330,14 @@ def _place_params(request: HtmxHttpRequest) -> dict[str, Any]:
     return forms.PlaceForm(request.GET).place()
 
 
-def _detail_context(request: HtmxHttpRequest, session: Session, params: dict[str, Any]) -> dict[str, Any]:
-    place = explorer.resolve_place(session, leaf_id=params["leaf"], target_id=params["target"])
-    data = explorer.page(session, place=place, mode=params["mode"], search=params["q"])
+def detail_context(request: HtmxHttpRequest, reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
+    session = reader.session
+    place = reader.place(params)
+    data = explorer.page(session, place=place, mode=params["mode"], search=params["q"], scope=reader.scope)
     leaf_id = place.leaf.id if place.leaf else None
     target_id = place.target.id if place.target else None
     pres = Presenter(
-        session,
+        reader,
         rows=data.tree.rows,
         labels=data.labels,
         on_path=data.tree.on_path,
@@ -284,7 +348,8 @@ def _detail_context(request: HtmxHttpRequest, session: Session, params: dict[str
     shown = markup.shown_path(data.conversation)
     return {
         "session": session,
-        "can": _can(request, session),
+        "can": reader.can,
+        "share_token": reader.token,
         "leaf_id": leaf_id,
         "target_id": target_id,
         "mode": params["mode"],
@@ -294,17 +359,16 @@ def _detail_context(request: HtmxHttpRequest, session: Session, params: dict[str
         "tree_items": pres.items(data.tree.items),
         "tree_roots": [pres.branch(b, 1) for b in data.tree.roots],
         "results": [pres.node(r.id) for r in data.tree.results],
-        "shown": _decorate(
-            session, shown, data.siblings, data.labels, leaf_id, params["mode"], _leaf_path(session, leaf_id)
-        ),
+        "shown": _decorate(reader, shown, data.siblings, data.labels, leaf_id, params["mode"]),
         "following": leaf_id == session.leaf_id,
         "more_above": data.conv_more_above,
         "first_id": data.conversation[0].entry_id if data.conversation else None,
-        "more_below_url": page_url(session, leaf=leaf_id, target=data.conv_more_below, filter=params["mode"])
+        "more_below_url": reader.url(leaf=leaf_id, target=data.conv_more_below, filter=params["mode"])
         if data.conv_more_below
         else None,
-        "draft": request.session.get(f"draft:{session.public_id}", ""),
-        "self_url": page_url(session, leaf=leaf_id, target=target_id, filter=params["mode"]),
+        "draft": request.session.get(f"draft:{session.public_id}", "") if reader.share is None else "",
+        "self_url": reader.url(leaf=leaf_id, target=target_id, filter=params["mode"]),
+        "base_url": reader.base,
         "labels_used": sorted(set(data.labels.values())),
         "when": _when(session),
     }
@@ -315,22 +379,24 @@ def _can(request: HtmxHttpRequest, session: Session) -> dict[str, bool]:
     return dict.fromkeys(permissions.session_capabilities(request.user, session), True)
 
 
-def _leaf_path(session: Session, view_leaf: str | None) -> set[str] | None:
-    """Entry ids on the session's leaf path; None when the viewer is reading that path anyway."""
-    if view_leaf == session.leaf_id or session.leaf_id is None:
+def _leaf_path(reader: Reader, view_leaf: str | None) -> set[str] | None:
+    """Entry ids on the session's leaf path; None when the viewer is reading that path anyway, or
+    may not move the leaf (a share link's visitor)."""
+    session = reader.session
+    if view_leaf == session.leaf_id or session.leaf_id is None or not reader.can.get("branch"):
         return None
     return {n.id for n in selectors.path_nodes(session=session, leaf_id=session.leaf_id)}
 
 
 def _decorate(
-    session: Session,
+    reader: Reader,
     shown: list[markup.Shown],
     sibs: dict[str, tv.Siblings],
     labels: dict[str, str],
     leaf_id: str | None,
     mode: str,
-    leaf_path: set[str] | None = None,
 ) -> list[dict[str, Any]]:
+    leaf_path = _leaf_path(reader, leaf_id)
     out = []
     for s in shown:
         sib = sibs.get(s.id)
@@ -338,11 +404,11 @@ def _decorate(
             {
                 "s": s,
                 "label": labels.get(s.id),
-                "link": page_url(session, leaf=leaf_id, target=s.id),
+                "link": reader.url(leaf=leaf_id, target=s.id),
                 "sib": sib,
-                "prev_url": page_url(session, target=sib.prev, filter=mode) if sib and sib.prev else None,
-                "next_url": page_url(session, target=sib.next, filter=mode) if sib and sib.next else None,
-                "current": s.id == session.leaf_id,
+                "prev_url": reader.url(target=sib.prev, filter=mode) if sib and sib.prev else None,
+                "next_url": reader.url(target=sib.next, filter=mode) if sib and sib.next else None,
+                "current": s.id == reader.session.leaf_id,
                 "off_path": leaf_path is not None and s.id not in leaf_path,
             }
         )
@@ -353,7 +419,7 @@ def _decorate(
 @vary_on_headers("HX-Request", "HX-Target")
 @session_view
 def session_detail(request: HtmxHttpRequest, session: Session) -> HttpResponse:
-    context = _detail_context(request, session, _place_params(request))
+    context = detail_context(request, user_reader(request, session), _place_params(request))
     if request.htmx and request.htmx.target in ("explorer", "tree-body", "conversation"):
         part = {"explorer": "explorer", "tree-body": "tree-body", "conversation": "conversation"}[request.htmx.target]
         return render(request, f"sessions_app/session_detail.html#{part}", context)
@@ -362,59 +428,75 @@ def session_detail(request: HtmxHttpRequest, session: Session) -> HttpResponse:
     return render(request, "sessions_app/session_detail.html", context)
 
 
-@require_GET
-@session_view
-def tree_gap(request: HtmxHttpRequest, session: Session) -> HttpResponse:
+# The session page's lazy loads (tree gaps and branches, earlier messages, full outputs, images), for
+# a signed-in user (user_read, below) or a share link's visitor (shared_views.shared_read).
+
+ReaderFunc = Callable[Concatenate[HtmxHttpRequest, Reader, P], HttpResponse]
+
+
+def gap_response(request: HtmxHttpRequest, reader: Reader) -> HttpResponse:
     form = forms.GapForm(request.GET)
     if not form.is_valid():
         return HttpResponseBadRequest("bad gap")
     d = form.cleaned_data
     mode = d.get("filter") or "default"
-    explorer.entry_row(session, d["node"])
+    reader.entry_row(d["node"])
+    leaf = d.get("leaf") or None
+    if leaf is not None:
+        reader.check(leaf)
     items, rows, on_path = explorer.gap_panel(
-        session, node_id=d["node"], up=d["up"], depth=d.get("d") or 0, mode=mode, leaf_id=d.get("leaf") or None
+        reader.session,
+        node_id=d["node"],
+        up=d["up"],
+        depth=d.get("d") or 0,
+        mode=mode,
+        leaf_id=leaf,
+        scope=reader.scope,
     )
-    labels = selectors.labels(session=session)
-    pres = Presenter(
-        session, rows=rows, labels=labels, on_path=on_path, view_leaf=d.get("leaf") or None, focus=None, mode=mode
-    )
-    return render(request, "sessions_app/partials/tree_items.html", _tree_ctx(session, pres.items(items), mode, d))
+    labels = selectors.labels(session=reader.session, within=reader.scope)
+    pres = Presenter(reader, rows=rows, labels=labels, on_path=on_path, view_leaf=leaf, focus=None, mode=mode)
+    return render(request, "sessions_app/partials/tree_items.html", _tree_ctx(reader, pres.items(items), mode, d))
 
 
-@require_GET
-@session_view
-def tree_branch(request: HtmxHttpRequest, session: Session) -> HttpResponse:
+def branch_response(request: HtmxHttpRequest, reader: Reader) -> HttpResponse:
     form = forms.GapForm(request.GET)
     if not form.is_valid():
         return HttpResponseBadRequest("bad branch")
     d = form.cleaned_data
     mode = d.get("filter") or "default"
-    explorer.entry_row(session, d["node"])
-    items, rows = explorer.branch_panel(session, node_id=d["node"], depth=d.get("d") or 1, mode=mode)
-    labels = selectors.labels(session=session)
-    pres = Presenter(session, rows=rows, labels=labels, on_path=set(), view_leaf=None, focus=None, mode=mode)
-    return render(request, "sessions_app/partials/tree_items.html", _tree_ctx(session, pres.items(items), mode, d))
+    reader.entry_row(d["node"])
+    items, rows = explorer.branch_panel(
+        reader.session, node_id=d["node"], depth=d.get("d") or 1, mode=mode, scope=reader.scope
+    )
+    labels = selectors.labels(session=reader.session, within=reader.scope)
+    pres = Presenter(reader, rows=rows, labels=labels, on_path=set(), view_leaf=None, focus=None, mode=mode)
+    return render(request, "sessions_app/partials/tree_items.html", _tree_ctx(reader, pres.items(items), mode, d))
 
 
-def _tree_ctx(session: Session, items: list[dict[str, Any]], mode: str, d: dict[str, Any]) -> dict[str, Any]:
-    return {"session": session, "items": items, "mode": mode, "leaf_id": d.get("leaf") or ""}
+def _tree_ctx(reader: Reader, items: list[dict[str, Any]], mode: str, d: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "session": reader.session,
+        "share_token": reader.token,
+        "items": items,
+        "mode": mode,
+        "leaf_id": d.get("leaf") or "",
+    }
 
 
-@require_GET
-@session_view
-def conversation_earlier(request: HtmxHttpRequest, session: Session) -> HttpResponse:
+def earlier_response(request: HtmxHttpRequest, reader: Reader) -> HttpResponse:
+    session = reader.session
     before = request.GET.get("before", "")
-    explorer.entry_row(session, before)
+    reader.entry_row(before)  # its ancestors are in any scope it is in
     entries, more = explorer.earlier_entries(session, before)
     shown = markup.shown_path(entries)
     leaf = request.GET.get("leaf") or None
-    labels = selectors.labels(session=session)
+    labels = selectors.labels(session=session, within=reader.scope)
+    sibs = explorer.siblings_for(session, entries, reader.scope)
     context = {
         "session": session,
-        "can": _can(request, session),
-        "shown": _decorate(
-            session, shown, explorer.siblings_for(session, entries), labels, leaf, "default", _leaf_path(session, leaf)
-        ),
+        "can": reader.can,
+        "share_token": reader.token,
+        "shown": _decorate(reader, shown, sibs, labels, leaf, "default"),
         "more_above": more,
         "first_id": entries[0].entry_id if entries else None,
         "leaf_id": leaf,
@@ -422,20 +504,18 @@ def conversation_earlier(request: HtmxHttpRequest, session: Session) -> HttpResp
     return render(request, "sessions_app/partials/entries.html", context)
 
 
-@require_GET
-@session_view
-def entry_output(request: HtmxHttpRequest, session: Session, entry_id: str) -> HttpResponse:
-    entry = selectors.entry_get(session=session, entry_id=entry_id)
+def output_response(request: HtmxHttpRequest, reader: Reader, entry_id: str) -> HttpResponse:
+    reader.check(entry_id)
+    entry = selectors.entry_get(session=reader.session, entry_id=entry_id)
     data = jsjson.loads(entry.raw)
     message = data.get("message") if isinstance(data.get("message"), dict) else {}
     block = markup.output_block(message.get("content") or message.get("output"), full=True)
-    return render(request, "sessions_app/partials/output.html", {"b": block, "session": session})
+    return render(request, "sessions_app/partials/output.html", {"b": block, "session": reader.session})
 
 
-@require_GET
-@session_view
-def entry_image(request: HtmxHttpRequest, session: Session, entry_id: str, index: int) -> HttpResponse:
-    entry = selectors.entry_get(session=session, entry_id=entry_id)
+def image_response(request: HtmxHttpRequest, reader: Reader, entry_id: str, index: int) -> HttpResponse:
+    reader.check(entry_id)
+    entry = selectors.entry_get(session=reader.session, entry_id=entry_id)
     found = markup.image_block(entry.raw, index)
     if found is None:
         raise Http404("no such image")
@@ -444,6 +524,23 @@ def entry_image(request: HtmxHttpRequest, session: Session, entry_id: str, index
     response["Content-Security-Policy"] = "default-src 'none'"
     response["Cache-Control"] = "private, max-age=86400"
     return response
+
+
+def user_read(func: ReaderFunc[P]) -> View[...]:
+    """A GET of the session page's lazy loads for a user who may read the session."""
+
+    @functools.wraps(func)
+    def view(request: HtmxHttpRequest, session: Session, *args: P.args, **kwargs: P.kwargs) -> HttpResponse:
+        return func(request, user_reader(request, session), *args, **kwargs)
+
+    return require_GET(session_view(view))
+
+
+tree_gap = user_read(gap_response)
+tree_branch = user_read(branch_response)
+conversation_earlier = user_read(earlier_response)
+entry_output = user_read(output_response)
+entry_image = user_read(image_response)
 
 
 # --- actions -----------------------------------------------------------------------------------

@@ -292,6 +292,74 @@
     }
   });
 
+  // --- new chat: the session list's button, also on "n" while no field has the focus ---------------
+  function typingIn(el) {
+    var tag = (el && el.tagName || "").toLowerCase();
+    return tag === "input" || tag === "textarea" || tag === "select" || !!(el && el.isContentEditable);
+  }
+  function onNewChatKey(ev) {
+    if (ev.key !== "n" || ev.ctrlKey || ev.metaKey || ev.altKey || ev.repeat || typingIn(ev.target)) return;
+    var btn = document.querySelector("[data-new-chat]");
+    if (!btn) return;
+    ev.preventDefault();
+    btn.click();
+  }
+  document.addEventListener("keydown", onNewChatKey);
+
+  // --- phone and tablet: "Tree | Conversation" tabs, the menus (static/piweb/app.css, same title) --
+  // Below 760 px the session page shows one pane at a time (.workspace[data-pane]); the top bar's
+  // links, the session's actions and each message's actions open from a button (.menu-open).
+  var MENU_TOGGLES = "[data-nav-toggle], [data-head-toggle], [data-acts-toggle]";
+  var MENU_HOLDERS = ".topbar, .session-head, .msg";
+  function showPane(name) {
+    var ws = document.querySelector(".workspace[data-pane]");
+    if (!ws || ws.dataset.pane === name) return;
+    ws.dataset.pane = name;
+    ws.querySelectorAll("[data-pane-tab]").forEach(function (tab) {
+      tab.setAttribute("aria-selected", tab.dataset.paneTab === name ? "true" : "false");
+    });
+    var row = name === "tree" && selected();
+    if (row) row.scrollIntoView({ block: "center" });  // it could not scroll while hidden
+  }
+  function setMenu(holder, open) {
+    holder.classList.toggle("menu-open", open);
+    var toggle = holder.querySelector(MENU_TOGGLES);
+    if (toggle) toggle.setAttribute("aria-expanded", open ? "true" : "false");
+  }
+  function closeMenus(keep, inside) {
+    document.querySelectorAll(".menu-open").forEach(function (el) {
+      if (el !== keep && !(inside && el.contains(inside))) setMenu(el, false);
+    });
+  }
+  var POPOVERS = "details.chat-edit[open], details.chat-nav[open], details.chat-compact[open], details.share-pop[open], details.label-edit[open]";
+  function phoneLayout() { return !!(window.matchMedia && matchMedia("(max-width: 760px)").matches); }
+  function closePopovers(inside) {
+    // On a phone a popover is a sheet over the page: a tap outside it (or Escape) puts it away.
+    if (!phoneLayout()) return;
+    document.querySelectorAll(POPOVERS).forEach(function (d) { if (!(inside && d.contains(inside))) d.open = false; });
+  }
+  function onPhoneClick(ev) {
+    var t = ev.target;
+    if (!t.closest) return;
+    closePopovers(t);
+    var tab = t.closest("[data-pane-tab]");
+    if (tab) { showPane(tab.dataset.paneTab); return; }
+    if (t.closest("[data-tree] a.txt")) showPane("conversation");  // a row opens in the conversation
+    var toggle = t.closest(MENU_TOGGLES);
+    var holder = toggle && toggle.closest(MENU_HOLDERS);
+    closeMenus(holder, t);
+    if (holder) setMenu(holder, !holder.classList.contains("menu-open"));
+  }
+  function onPhoneKey(ev) {
+    if (ev.key === "Escape") { closeMenus(null, null); closePopovers(null); return; }
+    var tab = ev.target.closest && ev.target.closest("[data-pane-tab]");
+    if (!tab || (ev.key !== "ArrowLeft" && ev.key !== "ArrowRight")) return;
+    var other = tab.parentElement.querySelector("[data-pane-tab]:not([data-pane-tab='" + tab.dataset.paneTab + "'])");
+    if (other) { other.focus(); showPane(other.dataset.paneTab); ev.preventDefault(); }
+  }
+  document.addEventListener("click", onPhoneClick);
+  document.addEventListener("keydown", onPhoneKey);
+
   // --- import: drag and drop, several files, upload and import progress -----------------------
   function setupImport() {
     var form = document.querySelector("form[data-import]");

@@ -73,7 +73,7 @@ def test_branch_link_stays_inside_its_branch(branched):
     assert Client().get(url + f"?leaf={ids['a2']}").status_code == 404
     assert Client().get(url + "?leaf=nope").status_code == 404
     inside_page = Client().get(url + f"?leaf={ids['a1']}").content.decode()
-    assert "hidden answer" not in inside_page.split('id="shared-conversation"')[1]
+    assert "hidden answer" not in inside_page.split('id="conversation"')[1]
     assert shown_ids(inside_page) == inside
 
 
@@ -85,9 +85,9 @@ def test_a_branch_link_opens_the_newest_leaf_as_the_session_page_does(branched):
     services.entry_append(session=s, payload=user("written last"), parent_id=ids["a2b"], author=admin)
     services.leaf_move(session=s, entry_id=ids["a2"])
     html = Client().get(make(branched, entry="u2b")).content.decode()
-    conversation = html.split('id="shared-conversation"')[1]
+    conversation = html.split('id="conversation"')[1]
     assert "newer branch" in conversation and "written last" not in conversation
-    assert re.search(rf'class="node[^"]* current" data-id="{newer.entry_id}"', html)
+    assert re.search(rf'id="explorer"[^>]* data-leaf="{newer.entry_id}"', html)
 
 
 def test_scope_is_path_and_descendants(branched):

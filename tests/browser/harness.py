@@ -90,3 +90,33 @@ def wait_until(page: Any, expression: str, timeout: float = 20.0) -> Any:
         if time.monotonic() > deadline:
             raise AssertionError(f"not true within {timeout} s: {expression}")
         time.sleep(0.05)
+
+
+# What a phone user does on the session page (below 760 px: static/piweb/app.css, "phone and tablet"):
+# tap a tab to see the tree or the conversation, open a message's or the session's ⋯ menu for their
+# actions. On a wider screen all of it is on view and these do nothing.
+
+
+def show_pane(page: Any, pane: str) -> None:
+    """Tap the "Tree" or "Conversation" tab (pane "tree" or "conversation") if the page shows tabs."""
+    tab = page.locator(f"[data-pane-tab={pane}]")
+    if tab.is_visible() and tab.get_attribute("aria-selected") != "true":
+        tab.click()
+
+
+def open_menu(page: Any, toggle: str) -> None:
+    """Open a ⋯ menu (toggle: its button's selector) if the page shows it closed."""
+    button = page.locator(toggle)
+    if button.is_visible() and button.get_attribute("aria-expanded") != "true":
+        button.click()
+
+
+def message_actions(page: Any, message: str) -> None:
+    """A message's actions (message: its selector, "#e-<id>"): in the conversation, its menu open."""
+    show_pane(page, "conversation")
+    open_menu(page, f"{message} [data-acts-toggle]")
+
+
+def session_actions(page: Any) -> None:
+    """The session's actions (export, share, delete): its menu open."""
+    open_menu(page, "[data-head-toggle]")

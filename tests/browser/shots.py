@@ -1,4 +1,4 @@
-"""Screenshots of browser tests, for a person to look at (/tmp/shots)."""
+"""Screenshots of browser tests, for a person to look at (/tmp/shots), named with the viewport."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 SHOTS = Path("/tmp/shots")
 
 
-def shot(page, name: str) -> None:
+def shot(page, name: str, *, full_page: bool = False) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"))
+    size = page.viewport_size or {"width": 0, "height": 0}
+    page.screenshot(path=str(SHOTS / f"{name}-{size['width']}x{size['height']}.png"), full_page=full_page)

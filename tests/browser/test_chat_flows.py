@@ -5,6 +5,7 @@ reading another branch is not pulled off it."""
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -14,17 +15,11 @@ from django.contrib.auth.models import User
 from sessions_app.core import jsjson
 from sessions_app.models import Entry, Session
 from sessions_app.store import services
-from tests.browser.harness import wait_until
+from tests.browser.harness import message_actions, show_pane, wait_until
 from tests.browser.shots import shot
 from tests.builders import stored_message
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def viewport() -> str:
-    """Desktop only until the session page has its phone layout (the composer is cut off at 390 px)."""
-    return "desktop"
 
 
 def open_session(page, server: str, s: Session, query: str = "") -> None:
@@ -61,7 +56,10 @@ def test_send_stream_stop_and_a_second_viewer(login, server):
         page.wait_for_selector("#conversation .m-assistant:has-text('You said')")
         page.wait_for_selector("#chat-streaming article", state="detached")
     assert "Explain <b>streaming</b> & websockets" in b.inner_text("#conversation .m-user")
+    show_pane(b, "tree")
+    b.wait_for_selector("#tree-body li.node.k-assistant")
     assert b.locator("#tree-body li.node.k-assistant").count() == 1
+    show_pane(b, "conversation")
     assert a.input_value("#composer-text") == ""
     shot(a, "chat-answered-light")
     shot(b, "chat-answered-dark")
@@ -99,6 +97,7 @@ def test_edit_regenerate_compact_and_switch_branches(login, server):
     open_session(a, server, s)
 
     # Regenerate the last reply: a sibling streams in, the 2/2 switcher and the tree show it.
+    message_actions(a, f"#e-{ids['a2']}")
     a.locator(f"#e-{ids['a2']} [data-action=regenerate]").click()
     a.wait_for_selector("#chat-streaming article.streaming")
     a.wait_for_selector("#conversation .m-assistant:has-text('You said') .sib-pos:text-is('2/2')")
@@ -114,6 +113,7 @@ def test_edit_regenerate_compact_and_switch_branches(login, server):
     assert b.locator("#explorer[data-following]").count() == 0
 
     # Edit and resend u2: a sibling user message and its reply; A follows, B gets the tree and a notice.
+    message_actions(a, f"#e-{ids['u2']}")
     a.locator(f"#e-{ids['u2']} [data-action=edit]").click()
     a.fill(f"#e-{ids['u2']} textarea[name=text]", "How do branches happen, briefly?")
     shot(a, "chat-edit-light")
@@ -122,7 +122,9 @@ def test_edit_regenerate_compact_and_switch_branches(login, server):
     a.wait_for_selector("#conversation .m-assistant:has-text('briefly')")
     edited = Entry.objects.get(session=s, parent_id=ids["a1"], raw__contains="briefly").entry_id
     for page in (a, b):
+        show_pane(page, "tree")
         page.wait_for_selector(f"#tree-body [data-id='{edited}']")
+        show_pane(page, "conversation")
     b.wait_for_selector("#chat-notice:not([hidden])")
     assert b.locator(f"#e-{ids['a2']}").count() == 1 and "target=" in b.url  # still reading its branch
     shot(a, "chat-edited-light")
@@ -156,6 +158,7 @@ def test_edit_regenerate_compact_and_switch_branches(login, server):
     # Switch back to the first reply's branch and summarize the branch being left.
     a.goto(f"{server}/sessions/{s.public_id}/?target={ids['a2']}")
     a.wait_for_selector("#chat-presence li")
+    message_actions(a, f"#e-{ids['a2']}")
     a.locator(f"#e-{ids['a2']} [data-action=continue]").click()
     assert a.locator(f"#e-{ids['a2']} [data-summarize]").is_checked()
     a.fill(f"#e-{ids['a2']} input[name=instructions]", "what was decided")
@@ -169,8 +172,33 @@ def test_edit_regenerate_compact_and_switch_branches(login, server):
     shot(a, "chat-switched-light")
 
     # Continue from a user message: its text goes to the chat composer and its parent is the leaf.
+    message_actions(a, f"#e-{ids['u2']}")
     a.locator(f"#e-{ids['u2']} [data-action=continue]").click()
     wait_until(a, "document.getElementById('composer-text').value === 'How do branches happen?'")
     wait_until(a, f"document.getElementById('chat-parent').value === '{ids['a1']}'")
     s.refresh_from_db()
     assert s.leaf_id == ids["a1"]
+
+
+def test_new_chat_from_the_list(login, server):
+    page = login()
+    assert page.get_attribute("[data-new-chat]", "title") == "Start a new chat (n)"
+    page.click("[data-new-chat]")
+    page.wait_for_url(re.compile(r"/sessions/[^/]+/#composer$"))
+    page.wait_for_selector("#chat-presence li")
+    wait_until(page, "document.activeElement === document.getElementById('composer-text')")
+    shot(page, "chat-new-light")
+    page.keyboard.type("Hello from a new chat")  # the composer has the focus
+    page.click("#chat-composer [data-action=send]")
+    page.wait_for_selector("#chat-streaming article.streaming .stream-block")
+    page.wait_for_selector("#conversation .m-assistant:has-text('Hello from a new chat')")
+    page.wait_for_selector("#chat-streaming article", state="detached")
+    s = Session.objects.get()
+    assert s.owner.username == "alice" and s.first_message == "Hello from a new chat"
+    assert s.public_id in page.url
+
+    # From the list again, with its key: "n" while no field has the focus.
+    page.goto(server + "/")
+    page.keyboard.press("n")
+    page.wait_for_url(re.compile(r"/sessions/[^/]+/#composer$"))
+    assert Session.objects.count() == 2

@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 
 from sessions_app.models import Session
 from sessions_app.store import services
-from tests.browser.harness import wait_until
+from tests.browser.harness import message_actions, session_actions, show_pane, wait_until
 from tests.browser.shots import shot
 from tests.paths import LARGE_SESSION
 from tests.xss import ALL, hostile_payloads
@@ -52,6 +52,8 @@ def test_import_search_fold_and_open(login, server, tmp_path):
     page.wait_for_selector("#session-table td.name a")
     shot(page, "list-light")
     page.click("#session-table td.name a")
+    page.wait_for_selector("#conversation .msg")
+    show_pane(page, "tree")
     page.wait_for_selector("#tree-body li.node")
     shot(page, "detail-large-light")
 
@@ -67,6 +69,7 @@ def test_import_search_fold_and_open(login, server, tmp_path):
     assert f"target={node_id}" in page.url
 
     # Fold and unfold a segment (mouse), then with the keyboard.
+    show_pane(page, "tree")
     page.fill("[data-tree-search]", "")
     page.wait_for_selector("#tree-body ul.main li.node")
     head = page.locator("#tree-body li.node[data-head]:has(button.tog)").first
@@ -89,6 +92,7 @@ def test_import_search_fold_and_open(login, server, tmp_path):
     page.wait_for_selector(f"#e-{selected}.target")
 
     # Lazy parts: the tree starts near the leaf; earlier entries load on demand.
+    show_pane(page, "tree")
     gap = page.locator("#tree-body li.gap button").first
     if gap.count():
         before = page.locator("#tree-body li.node").count()
@@ -115,8 +119,10 @@ def test_siblings_labels_deep_links_continue_and_fork(login, server):
     page.wait_for_selector(f"#e-{ids['u2a']}")
 
     # Label with the keyboard in the tree ("l"), then clear it from the conversation.
+    show_pane(page, "tree")
     page.locator(f"#t-{ids['a1']} a.txt").click()
-    page.wait_for_selector(f"#t-{ids['a1']}.focus")
+    page.wait_for_selector(f"#t-{ids['a1']}.focus", state="attached")
+    show_pane(page, "tree")
     page.locator(f"#t-{ids['a1']}").click(position={"x": 5, "y": 5})
     page.locator("#tree-body").focus()
     page.keyboard.press("l")
@@ -126,12 +132,14 @@ def test_siblings_labels_deep_links_continue_and_fork(login, server):
     assert page.inner_text(f"#t-{ids['a1']} .badge") == "good answer"
     assert page.inner_text(f"#e-{ids['a1']} .badge") == "good answer"
     shot(page, "detail-labelled-light")
+    message_actions(page, f"#e-{ids['a1']}")
     page.locator(f"#e-{ids['a1']} summary[data-action=label]").click()
     page.locator(f"#e-{ids['a1']} .label-form button[name=clear]").click()
     wait_until(page, f"!document.querySelector('#t-{ids['a1']} .badge')")
 
     # Copy a deep link and follow it: that path opens, scrolled to the target.
     page.goto(f"{server}/sessions/{s.public_id}/?target={ids['u2b']}")
+    message_actions(page, f"#e-{ids['a1']}")
     page.locator(f"#e-{ids['a1']} [data-action=copy]").click()
     link = page.locator(f"#e-{ids['a1']} [data-action=copy]").get_attribute("data-copied")
     assert link and f"target={ids['a1']}" in link and "leaf=" in link
@@ -145,6 +153,7 @@ def test_siblings_labels_deep_links_continue_and_fork(login, server):
 
     # Continue from a user message: the leaf moves to its parent, the text goes to the composer.
     page.goto(f"{server}/sessions/{s.public_id}/")
+    message_actions(page, f"#e-{ids['u2a']}")
     page.locator(f"#e-{ids['u2a']} [data-action=continue]").click()
     wait_until(page, "document.getElementById('composer-text').value === 'And in Rust?'")
     s.refresh_from_db()
@@ -152,6 +161,7 @@ def test_siblings_labels_deep_links_continue_and_fork(login, server):
     shot(page, "detail-continue-light")
 
     # Fork from an assistant message: a new session holding that path.
+    message_actions(page, f"#e-{ids['a1']}")
     page.locator(f"#e-{ids['a1']} [data-action=fork]").click()
     page.wait_for_url(re.compile(r"/sessions/(?!" + s.public_id + ")"))
     fork = Session.objects.exclude(pk=s.pk).get()
@@ -165,6 +175,7 @@ def test_export_delete_and_reimport(login, server, tmp_path):
     s, ids = branchy(owner)
     count = s.entries.count()
     page.goto(f"{server}/sessions/{s.public_id}/")
+    session_actions(page)
     with page.expect_download() as dl:
         page.click("text=Export JSONL")
     jsonl = tmp_path / "export.jsonl"
@@ -174,6 +185,7 @@ def test_export_delete_and_reimport(login, server, tmp_path):
     html = tmp_path / "export.html"
     dl.value.save_as(html)
 
+    session_actions(page)
     page.click("text=Delete…")
     page.click("[data-confirm-delete]")
     page.wait_for_url(server + "/")
@@ -226,6 +238,7 @@ def test_no_xss_payload_runs_anywhere(login, server, tmp_path, theme):
         assert page.evaluate("window.__xss") is None, url
     page.goto(f"{server}/sessions/{sid}/")
     shot(page, f"detail-xss-{theme}")
+    session_actions(page)
     with page.expect_download() as dl:
         page.click("text=Export HTML")
     path = tmp_path / "x.html"

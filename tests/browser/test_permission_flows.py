@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from sessions_app.models import ShareLink
-from tests.browser.harness import make_user
+from tests.browser.harness import make_user, show_pane
 from tests.browser.shots import shot
 from tests.browser.test_explorer_flows import branchy
 
@@ -89,17 +89,17 @@ def test_branch_share_link(login, new_page, server):
     anon.console.allow("status of 404")  # the links that stopped working
     assert status(anon, url) == 200
     shot(anon, "shared-branch")
-    tree = anon.inner_text("#shared-tree")
-    conversation = anon.inner_text("#shared-conversation")
+    tree = anon.locator("#tree-body").text_content()
+    conversation = anon.locator("#conversation").text_content()
     assert "And in Go?" in tree
     assert "bufio.Scanner" in conversation
     assert "And in Rust?" not in tree + conversation  # the sibling branch is not shown
     assert "serde_json" not in anon.content()
     # every link on the page stays inside the branch
-    anon.click("#shared-tree li.node a >> text=How do I parse JSONL?")
-    anon.wait_for_load_state()
-    assert "bufio.Scanner" not in anon.inner_text("#shared-conversation")
-    assert "How do I parse JSONL?" in anon.inner_text("#shared-conversation")
+    show_pane(anon, "tree")
+    anon.click("#tree-body li.node a.txt >> text=How do I parse JSONL?")
+    anon.wait_for_selector("#conversation .msg.target:has-text('How do I parse JSONL?')")
+    assert "/s/" in anon.url and "serde_json" not in anon.content()
     assert status(anon, f"{url}?leaf={ids['a2a']}") == 404  # an entry of the other branch
 
     # revoked from /settings/shares: the link stops working
@@ -112,6 +112,6 @@ def test_branch_share_link(login, new_page, server):
     # expired: likewise
     url = _share(alice, server, session.public_id, None, expires_days="1")
     assert status(anon, url) == 200
-    assert "And in Rust?" in anon.inner_text("#shared-tree")  # a whole-session link shows both branches
+    assert "And in Rust?" in anon.locator("#tree-body").text_content()  # a whole-session link shows both branches
     ShareLink.objects.filter(revoked_at__isnull=True).update(expires_at=timezone.now() - timedelta(minutes=1))
     assert status(anon, url) == 404

@@ -14,6 +14,7 @@ from django.core.management import call_command
 from django.test import Client, RequestFactory
 from django.views.defaults import server_error
 
+from sessions_app.store import shares
 from tests.worlds import branchy_tree, detail
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,7 +81,9 @@ def test_after_collectstatic_urls_are_hashed_compressed_and_cached(settings, tmp
 
 def test_pages_carry_a_strict_csp_and_satisfy_it(alice, alice_client):
     tree = branchy_tree(alice)
-    for url in ("/", detail(tree), detail(tree, target=tree.ids["a2b"]), "/teams/", "/settings/tokens/"):
+    _, token = shares.share_create(session=tree.session, user=alice, entry_id=tree.ids["u2b"])
+    pages = ("/", detail(tree), detail(tree, target=tree.ids["a2b"]), "/teams/", "/settings/tokens/", f"/s/{token}/")
+    for url in pages:
         response = alice_client.get(url)
         assert response.status_code == 200, url
         policy = response["Content-Security-Policy"]

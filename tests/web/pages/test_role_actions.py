@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.worlds import World, make_world
+from tests.worlds import World
 
 pytestmark = pytest.mark.django_db
 
@@ -26,11 +26,6 @@ SHOWN = {
     "editor": {"label", "share", "chat", "branch", "fork"},
     "admin": set(MARKS),
 }
-
-
-@pytest.fixture
-def world(django_user_model) -> World:
-    return make_world(django_user_model)
 
 
 def page(world: World, who: str, scope: str = "team") -> str:
