@@ -343,3 +343,15 @@ def is_auditor(user: Any) -> bool:
     if user.groups.filter(name=AUDITORS_GROUP).exists():
         return True
     return bool(user.has_perm("sessions_app.view_auditrecord"))
+
+
+def auditor_grant(*, user: Any, actor: Any = None) -> bool:
+    """Make user an auditor (the auditors group, made if missing); False if they were one. Recorded."""
+    from django.contrib.auth.models import Group
+
+    group, _ = Group.objects.get_or_create(name=AUDITORS_GROUP)
+    if user.groups.filter(pk=group.pk).exists():
+        return False
+    user.groups.add(group)
+    audit_record(actor=actor, action="auditor.grant", obj_type="user", obj_id=user.get_username())
+    return True

@@ -146,13 +146,13 @@ def _validated(data: Mapping[str, Any], utf8_checked: bool) -> tuple[str | None,
         return f"field 'parentId' is longer than {MAX_ID_CHARS} characters", 0
     if len(timestamp) > MAX_SHORT_CHARS:  # type: ignore[arg-type]  # parse_timestamp_ms took it: a str
         return f"field 'timestamp' is longer than {MAX_SHORT_CHARS} characters", 0
-    rules = FIELDS.get(kind)
-    if rules is None:
-        return None, ms
-    problem = _check_fields(data, rules, "")
-    if problem or kind != "message":
-        return problem, ms
-    role = data["message"].get("role")
+    if kind != "message":
+        rules = FIELDS.get(kind)
+        return (_check_fields(data, rules, "") if rules is not None else None), ms
+    message = data.get("message")
+    if type(message) is not dict:  # FIELDS["message"]'s one rule, checked first (most lines)
+        return _check_fields(data, FIELDS["message"], ""), 0
+    role = message.get("role")
     if type(role) is not str:
         return "field 'message.role' must be a string", 0
     if not utf8_checked and not well_formed(role):
@@ -160,7 +160,7 @@ def _validated(data: Mapping[str, Any], utf8_checked: bool) -> tuple[str | None,
     if len(role) > MAX_SHORT_CHARS:
         return f"field 'message.role' is longer than {MAX_SHORT_CHARS} characters", 0
     role_rules = MESSAGE_FIELDS.get(role)
-    return (_check_fields(data["message"], role_rules, "message.") if role_rules else None), ms
+    return (_check_fields(message, role_rules, "message.") if role_rules else None), ms
 
 
 def well_formed(text: str) -> bool:

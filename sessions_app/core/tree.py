@@ -174,15 +174,18 @@ def content_text(content: object, joiner: str, *, limit: int | None = None) -> s
     parts: list[str] = []
     room = limit
     for block in content:
-        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
-            text: str = block["text"]
-            if room is not None:
-                room -= len(joiner) if parts else 0
-                text = text[: max(room, 0)]
-                room -= len(text)
-            parts.append(text)
-            if room is not None and room <= 0:
-                break
+        if type(block) is not dict or block.get("type") != "text":
+            continue
+        text = block.get("text")
+        if type(text) is not str:
+            continue
+        if room is not None:
+            room -= len(joiner) if parts else 0
+            text = text[: max(room, 0)]
+            room -= len(text)
+        parts.append(text)
+        if room is not None and room <= 0:
+            break
     joined = joiner.join(parts)
     return joined if limit is None else joined[:limit]
 

@@ -101,7 +101,14 @@ def hash_rows(key: bytes, rows: Iterable[list[Any]], chains: dict[str, str], dig
         if parent is not None and parent not in chains:
             waiting.setdefault(parent, []).append(row)
             continue
-        _hash_row(inner, outer, row, chains[parent] if parent is not None else "", chains)
+        # _hash_row, inlined: this loop is the bound thread of a large import.
+        h = inner.copy()
+        h.update(f"{chains[parent] if parent is not None else ''}\n{row[_SEQ]}\n{row[_ID]}\n".encode())
+        raw = row[_RAW]
+        h.update(raw.encode() if type(raw) is str else raw)
+        o = outer.copy()
+        o.update(h.digest())
+        row[_CHAIN] = chains[row[_ID]] = o.hexdigest()
         if waiting:
             todo = [row]
             while todo:  # the rows that waited for it, and those below them
