@@ -64,6 +64,7 @@ class Placed(NamedTuple):
 
 
 _ROOT = PathState()
+_new = tuple.__new__
 _First = tuple[int, bytes, int, int]  # where an id's first line is: number, source, start, end
 
 
@@ -116,12 +117,13 @@ class Intake:
                     state, depth = advance_entry(_ROOT, kind, entry_id, data), 0
                 else:
                     state, depth = advance_entry(base.state, kind, entry_id, data), base.depth + 1
-                self._places[entry_id] = Known(parent, depth, state)
+                # (tuple.__new__: a named tuple's own __new__ is a Python call, and this runs per entry)
+                self._places[entry_id] = _new(Known, (parent, depth, state))
                 kept_from = self._kept_from(data, depth) if kind == "compaction" else None
                 update_listing(self.listing, data)
                 self.placed += 1
                 self.leaf_id = entry_id
-                return Placed(item, self.first_seq + self.placed - 1, depth, state, kept_from)
+                return _new(Placed, (item, self.first_seq + self.placed - 1, depth, state, kept_from))
             self._held = []
         self._held.append(Line(item.line, item.source, item.start, item.end, slim(data), item.preview, item.ts_ms))
         self._tail.append(entry_id)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -327,9 +327,9 @@ def _header_problem(header: dict[str, Any], number: int) -> Problem | None:
 # --- reading a file, line by line ------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class Line:
-    """A valid entry line: its object, and where its exact text is."""
+class Line(NamedTuple):
+    """A valid entry line: its object, and where its exact text is. (A named tuple: one is made
+    per line read, with tuple.__new__ on the hot path.)"""
 
     line: int  # 1-based physical line number
     source: bytes  # holds the line's exact UTF-8 text at [start:end] (the file, or a migrated line)
@@ -387,6 +387,7 @@ def migrated_header(header: Header) -> dict[str, Any]:
 
 
 PROGRESS_EVERY = 1 << 20  # bytes
+_new = tuple.__new__
 
 
 def read_entries(
@@ -411,7 +412,7 @@ def read_entries(
         # The common line, read here: an object orjson parses, of a valid entry. Anything else
         # (a problem to name, a blank or repeated header line) goes through _read_line.
         value = None
-        if end - start <= max_line and data[start : start + 1] == b"{":
+        if end - start <= max_line and data[start] == 123:  # "{"
             try:  # noqa: SIM105  (a context manager per line costs more than the try)
                 value = orjson.loads(view[start:end])  # in place: no copy of the line
             except orjson.JSONDecodeError:
@@ -422,7 +423,7 @@ def read_entries(
             and value.get("type") != "session"
             and (checked := _validated(value, True))[0] is None
         ):
-            yield Line(number, data, start, end, value, row_text(value), checked[1])
+            yield _new(Line, (number, data, start, end, value, row_text(value), checked[1]))
         else:
             item = _read_line(data, view, number, start, end, limits)
             if item is not None:

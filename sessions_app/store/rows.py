@@ -79,7 +79,8 @@ def entry_row(
     data = line.data
     kind = data["type"]
     role = data["message"].get("role") if kind == "message" else None  # (validated: a str)
-    _, thinking, model = state_json(states, state)
+    cached = states.get(id(state))  # state_json's cache, looked up here first: the common case
+    _, thinking, model = cached if cached is not None else state_json(states, state)
     return [
         session_pk, seq, data["id"], data["parentId"], kind, role, data["timestamp"], line.ts_ms, raw,
         line.preview, depth, thinking, model, state.compaction_id, kept_from, author_id, created_at, None,

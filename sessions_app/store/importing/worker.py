@@ -78,19 +78,19 @@ def build(
         raw = (line.start, line.end) if line.source is data else bytes(line.source[line.start : line.end])
         return entry_row(placed, raw, session_pk, author_id, created_at, states)
 
-    add = intake.add
+    add, batch = intake.add, FIRST_BATCH
     for item in read_entries(data, job.header, job.limits, progress=read.append):
         placed = add(item)
         if placed is not None:
             line = placed.line
             raw = (line.start, line.end) if line.source is data else bytes(line.source[line.start : line.end])
             rows.append(entry_row(placed, raw, session_pk, author_id, created_at, states))
+            if len(rows) >= batch:
+                yield "rows", rows
+                rows, batch = [], BATCH
         if read:
             yield "progress", sum(read)
             read.clear()
-        if len(rows) >= (BATCH if intake.placed > BATCH else FIRST_BATCH):
-            yield "rows", rows
-            rows = []
     rows.extend(row(placed) for placed in intake.finish())
     if rows:
         yield "rows", rows
