@@ -72,7 +72,9 @@ def post(port: int, sid: str, cookie: str, text: str) -> None:
 
 
 STAMP = re.compile(r'data-index="(\d+)" data-t="([\d.]+)"')
-END = re.compile(r'<div id="turn-[^"]+" hx-swap-oob="delete"></div>')  # the whole stream_end frame
+# The stream_end frame: the streaming turn's tombstone.
+END = re.compile(r'<div hx-swap-oob="beforeend:#chat-streaming">'
+                 r'<div id="turn-[^"]+" data-gone></div></div>')  # fmt: skip
 
 
 async def main(args: argparse.Namespace) -> None:

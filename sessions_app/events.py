@@ -11,20 +11,17 @@ start, then 1, 2, ...). A consumer drops what its snapshot already covered.
 
 Streamed output is rendered once, by the turn runner: ``session.turn_start``, ``session.delta`` and
 ``session.presence`` carry the ready websocket frame (``html``), so a consumer only forwards a
-string. With the in-memory layer (one process) :func:`publish_now` hands those events straight to
-the consumers of this process that joined the session (:class:`Hub`) instead of one channel-layer
-message per viewer; with a shared layer (Redis) it is a plain ``group_send``.
+string. Events travel through fanout.py: to each server process once, then to its sockets.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Literal, Protocol, TypedDict
+from typing import Literal, TypedDict
 
-from asgiref.sync import async_to_sync
-from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import transaction
 
+from sessions_app import fanout
 from sessions_app.models import Session
 
 log = logging.getLogger(__name__)
@@ -117,72 +114,13 @@ def group_name(session_pk: int) -> str:
     return f"session.{session_pk}"
 
 
-class Listener(Protocol):
-    async def hub_deliver(self, event: Any) -> None: ...
-
-
-class Hub:
-    """This process's consumers by group, for events that need not cross processes.
-
-    Used only with the in-memory layer, where the runner and every viewer share the process: one
-    direct call per viewer instead of a deep-copied message, a task and a queue hop per viewer.
-    Delivery order is the runner's order (it awaits each publish); a consumer still building its
-    snapshot buffers what it is handed (SessionConsumer.hub_deliver).
-    """
-
-    def __init__(self) -> None:
-        self.groups: dict[str, dict[int, Listener]] = {}
-
-    def join(self, group: str, listener: Listener) -> None:
-        self.groups.setdefault(group, {})[id(listener)] = listener
-
-    def leave(self, group: str, listener: Listener) -> None:
-        members = self.groups.get(group)
-        if members is not None:
-            members.pop(id(listener), None)
-            if not members:
-                del self.groups[group]
-
-    async def send(self, group: str, event: Any) -> None:
-        for listener in list(self.groups.get(group, {}).values()):
-            try:
-                await listener.hub_deliver(event)
-            except Exception:  # one broken socket must not stop the others
-                log.exception("delivering %s to a viewer failed", event.get("type"))
-
-
-hub = Hub()
-
-
-def uses_hub() -> bool:
-    """True when every viewer and every runner live in this process (the in-memory layer)."""
-    return isinstance(get_channel_layer(), InMemoryChannelLayer)
-
-
-async def publish_now(session_pk: int, event: TurnStartEvent | DeltaEvent) -> None:
-    """Send streamed output at once (not part of any transaction): through the hub with the
-    in-memory layer, else to the group on the shared layer."""
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    if isinstance(layer, InMemoryChannelLayer):
-        await hub.send(group_name(session_pk), event)
-    else:
-        await layer.group_send(group_name(session_pk), dict(event))
+async def publish_now(session_pk: int, event: TurnStartEvent | DeltaEvent | PresenceEvent) -> None:
+    """Send an event at once (not part of any transaction): streamed output, presence."""
+    await fanout.publish(group_name(session_pk), dict(event))
 
 
 def publish_sync(session_pk: int, event: Event) -> None:
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    if isinstance(layer, InMemoryChannelLayer) and not layer.groups.get(group_name(session_pk)):
-        # Nobody watches this session (the in-memory layer's groups are this process's): skip
-        # async_to_sync, which starts a thread and an event loop, ~1 ms of every append.
-        return
-    try:
-        async_to_sync(layer.group_send)(group_name(session_pk), dict(event))
-    except Exception:  # a lost notification must never undo or fail a committed write
-        log.exception("publishing %s for session %s failed", event["type"], session_pk)
+    fanout.publish_sync(group_name(session_pk), dict(event))
 
 
 def publish_on_commit(session: Session, event: Event) -> None:

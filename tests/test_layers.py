@@ -15,7 +15,7 @@ APP = Path(__file__).resolve().parents[1] / "sessions_app"
 # Lower layers first; a module may import from its own layer and from the layers before it.
 # core/ is pure: it imports nothing of the app but core/ (test_purity keeps Django out of it).
 LAYERS = ["core", "llm", "base", "access", "store", "render", "live", "web", "top"]
-BASE = {"errors", "models", "events"}  # the app's root modules that every layer may use
+BASE = {"errors", "models", "events", "fanout"}  # the app's root modules that every layer may use
 TOP = {"apps", "admin", "management", "templatetags", "migrations"}  # Django's entry points
 
 

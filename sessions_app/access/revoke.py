@@ -20,7 +20,7 @@ from django.contrib.auth.models import User
 from django.contrib.sessions.models import Session as DjangoSession
 from django.db import transaction
 
-from sessions_app import events
+from sessions_app import events, fanout
 from sessions_app.access import audit, permissions
 from sessions_app.models import Session
 
@@ -54,7 +54,8 @@ def user_revoked_publish(*, user_id: int, team_id: int | None = None) -> None:
 def session_access_changed_publish(*, session: Session) -> None:
     """After commit: everyone watching the session rechecks access (it moved to another team)."""
     group = events.group_name(session.pk)
-    transaction.on_commit(lambda: _send(group))
+    event: AccessRecheckEvent = {"type": "access.recheck"}
+    transaction.on_commit(lambda: fanout.publish_sync(group, dict(event)))
 
 
 def django_sessions_delete(*, user: User) -> int:

@@ -8,10 +8,11 @@ index in the snapshot (the runner's live state, streaming.live_get, else the row
 only forwards events as htmx out-of-band fragments (chat_frames); streamed output and presence
 arrive already rendered, so forwarding them is one socket write.
 
-With the in-memory layer the runner hands turn starts and deltas to this process's consumers
-directly (events.hub -> :meth:`SessionConsumer.hub_deliver`); a consumer joins the hub before reading
-its snapshot and buffers what it is handed until the snapshot has gone out.
-Commands never come through here: they are CSRF-protected POSTs (chat_views).
+Session events reach it through this process's hub (fanout.py -> :meth:`SessionConsumer.hub_deliver`),
+one delivery per process whatever the number of sockets; a consumer joins the hub before reading its
+snapshot and buffers what it is handed until the snapshot has gone out. Only the notice that a
+user lost access comes through the channel layer (the user's group). Commands never come through
+here: they are CSRF-protected POSTs (chat_views).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.contrib.auth.models import User
 
-from sessions_app import events
+from sessions_app import events, fanout
 from sessions_app.access import revoke
 from sessions_app.errors import SessionsError
 from sessions_app.live import presence, streaming
@@ -38,6 +39,7 @@ class SessionConsumer(revoke.AccessRecheck, AsyncWebsocketConsumer):  # type: ig
     user_group: str = ""
     in_hub: bool = False
     ready: bool = False  # the snapshot went out: hub events are forwarded, not buffered
+    LOST = 4000  # close code when this process may have missed events: the page reconnects
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -56,11 +58,10 @@ class SessionConsumer(revoke.AccessRecheck, AsyncWebsocketConsumer):  # type: ig
         self.group = events.group_name(session.pk)
         # Join before reading the snapshot: whatever happens after the read arrives as an event.
         self.turn_index: dict[str, int] = {}
-        self.pending: list[events.TurnStartEvent | events.DeltaEvent] = []
-        if events.uses_hub():
-            events.hub.join(self.group, self)
-            self.in_hub = True
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        self.snapshot_seq = session.last_seq
+        self.pending: list[Any] = []
+        await fanout.hub.join(self.group, self)
+        self.in_hub = True
         # Access taken away (member removed, user deactivated) arrives on the user's group.
         self.user_group = revoke.user_group(user.pk)
         await self.channel_layer.group_add(self.user_group, self.channel_name)
@@ -80,24 +81,26 @@ class SessionConsumer(revoke.AccessRecheck, AsyncWebsocketConsumer):  # type: ig
         while self.pending:  # handed over by the hub while the snapshot was being built
             await self._forward(self.pending.pop(0))
         self.ready = True
-        await self.channel_layer.group_send(self.group, self._presence_event(session.public_id, viewers))
+        await events.publish_now(session.pk, self._presence_event(session.public_id, viewers))
         streaming.ensure_janitor()
 
-    async def hub_deliver(self, event: events.TurnStartEvent | events.DeltaEvent) -> None:
+    async def hub_deliver(self, event: Any) -> None:
         if self.ready:
             await self._forward(event)
         else:
             self.pending.append(event)
 
-    async def _forward(self, event: events.TurnStartEvent | events.DeltaEvent) -> None:
-        if event["type"] == "session.delta":
-            await self.session_delta(event)
-        else:
-            await self.session_turn_start(event)
+    async def hub_lost(self) -> None:
+        await self.close(self.LOST)
+
+    async def _forward(self, event: Any) -> None:
+        handler = self.HANDLERS.get(event.get("type"))
+        if handler is not None:
+            await handler(self, event)
 
     def _leave_hub(self) -> None:
         if self.in_hub:
-            events.hub.leave(self.group, self)
+            fanout.hub.leave(self.group, self)
             self.in_hub = False
 
     async def close(self, code: int | bool | None = None, reason: str | None = None) -> None:
@@ -125,12 +128,11 @@ class SessionConsumer(revoke.AccessRecheck, AsyncWebsocketConsumer):  # type: ig
         self._leave_hub()
         if not self.session_pk:
             return
-        await self.channel_layer.group_discard(self.group, self.channel_name)
         await self.channel_layer.group_discard(self.user_group, self.channel_name)
         viewers = await database_sync_to_async(presence.leave)(
             session_pk=self.session_pk, channel_name=self.channel_name
         )
-        await self.channel_layer.group_send(self.group, self._presence_event(self.public_id, viewers))
+        await events.publish_now(self.session_pk, self._presence_event(self.public_id, viewers))
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Push-only: htmx's ws extension may send form data; commands go through POST instead."""
@@ -183,3 +185,14 @@ class SessionConsumer(revoke.AccessRecheck, AsyncWebsocketConsumer):  # type: ig
 
     async def session_presence(self, event: events.PresenceEvent) -> None:
         await self.send(text_data=event.get("html") or frames.presence(event["viewers"]))
+
+    HANDLERS: dict[str, Any] = {
+        "session.entry": session_entry,
+        "session.leaf": session_leaf,
+        "session.changed": session_changed,
+        "session.turn_start": session_turn_start,
+        "session.delta": session_delta,
+        "session.stream_end": session_stream_end,
+        "session.presence": session_presence,
+        "access.recheck": revoke.AccessRecheck.access_recheck,
+    }

@@ -48,7 +48,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from sessions_app import events
+from sessions_app import events, fanout
 from sessions_app.core import compaction
 from sessions_app.core.clock import now_ms
 from sessions_app.errors import SessionsError
@@ -230,30 +230,6 @@ def finish_turn(turn: StreamingTurn, message: dict[str, Any], *, expect_runner: 
 
 LIVE_KEEP_SECONDS = 60.0  # a finished turn's live state stays this long (late snapshots stay exact)
 _live: dict[str, tuple[int, dict[str, Any]]] = {}  # turn public id -> (index, partial message)
-_redis_clients: dict[int, Any] = {}  # redis.asyncio client per event loop
-
-
-def _redis_url() -> str:
-    """The shared layer's Redis (its first host), where live state is kept next to the messages."""
-    layer: dict[str, Any] = settings.CHANNEL_LAYERS["default"]
-    config: dict[str, Any] = layer.get("CONFIG") or {}
-    host: Any = (config.get("hosts") or [settings.REDIS_URL])[0]
-    if isinstance(host, dict):
-        host = host.get("address", "")
-    if isinstance(host, list | tuple):
-        host = f"redis://{host[0]}:{host[1]}"
-    return str(host)
-
-
-def _redis() -> Any:
-    import redis.asyncio as aioredis
-
-    loop = asyncio.get_running_loop()
-    client = _redis_clients.get(id(loop))
-    if client is None or client[0] is not loop:
-        client = (loop, aioredis.from_url(_redis_url()))
-        _redis_clients[id(loop)] = client
-    return client[1]
 
 
 def _live_key(turn_id: str) -> str:
@@ -265,7 +241,9 @@ async def live_set(turn_id: str, index: int, message: dict[str, Any]) -> None:
     _live[turn_id] = (index, message)  # one assignment: a reader sees the old or the new pair
     if uses_worker():
         try:
-            await _redis().set(_live_key(turn_id), orjson.dumps([index, message]), ex=int(stale_after() * 4) + 60)
+            await fanout.redis_client().set(
+                _live_key(turn_id), orjson.dumps([index, message]), ex=int(stale_after() * 4) + 60
+            )
         except Exception:  # Redis away: the delta's publish fails too; the turn itself goes on
             log.exception("turn %s: saving the live state failed", turn_id)
 
@@ -274,7 +252,9 @@ async def live_get(turn_ids: list[str]) -> dict[str, tuple[int, dict[str, Any]]]
     """The newest live state of these turns: this process's, or Redis's when the layer is shared."""
     found = {t: _live[t] for t in turn_ids if t in _live}
     if turn_ids and uses_worker():
-        for turn_id, raw in zip(turn_ids, await _redis().mget([_live_key(t) for t in turn_ids]), strict=True):
+        for turn_id, raw in zip(
+            turn_ids, await fanout.redis_client().mget([_live_key(t) for t in turn_ids]), strict=True
+        ):
             if raw is not None:
                 index, message = orjson.loads(raw)
                 if turn_id not in found or found[turn_id][0] < index:
@@ -287,7 +267,7 @@ async def _live_forget(turn_id: str) -> None:
     before it finished still finds the final index)."""
     asyncio.get_running_loop().call_later(LIVE_KEEP_SECONDS, _live.pop, turn_id, None)
     if uses_worker():
-        await _redis().expire(_live_key(turn_id), int(LIVE_KEEP_SECONDS))
+        await fanout.redis_client().expire(_live_key(turn_id), int(LIVE_KEEP_SECONDS))
 
 
 class _Saver:
@@ -588,11 +568,8 @@ def _live_saved(turn_id: str) -> tuple[int, dict[str, Any] | None]:
         return _live[turn_id]
     if not uses_worker():
         return -1, None
-    import redis
-
     try:
-        with redis.Redis.from_url(_redis_url()) as client:
-            raw = client.get(_live_key(turn_id))
+        raw = fanout.sync_redis_client().get(_live_key(turn_id))
     except Exception:  # pragma: no cover - recovery goes on with the row's partial
         log.exception("turn %s: reading the live state failed", turn_id)
         return -1, None

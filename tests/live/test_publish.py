@@ -1,21 +1,46 @@
-"""publish_sync skips the cross-thread hop when nobody in this process watches the session."""
+"""fanout: a session's events reach each process's hub once, in order, and its sockets from there."""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import pytest
-from asgiref.sync import async_to_sync
 from channels.layers import channel_layers, get_channel_layer
 
-from sessions_app import events
+from sessions_app import events, fanout
 
 pytestmark = pytest.mark.django_db
 EVENT: events.ChangedEvent = {"type": "session.changed", "session": "x", "seq": 1, "leaf_id": None, "reason": "test"}
+REDIS = "redis://127.0.0.1:6379/9"
+
+
+class Viewer:
+    def __init__(self) -> None:
+        self.got: list[Any] = []
+        self.lost = 0
+
+    async def hub_deliver(self, event: Any) -> None:
+        self.got.append(event)
+
+    async def hub_lost(self) -> None:
+        self.lost += 1
 
 
 @pytest.fixture
 def in_memory_layer(settings):
     channel_layers.backends.clear()
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    yield get_channel_layer()
+    channel_layers.backends.clear()
+
+
+@pytest.fixture
+def redis_layer(settings):
+    channel_layers.backends.clear()
+    settings.CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS]}}
+    }
     yield get_channel_layer()
     channel_layers.backends.clear()
 
@@ -27,14 +52,68 @@ def test_no_viewer_no_hop(in_memory_layer, monkeypatch):
         hops.append(fn)
         return lambda *args: None
 
-    monkeypatch.setattr(events, "async_to_sync", hop)
+    monkeypatch.setattr(fanout, "async_to_sync", hop)
     events.publish_sync(424242, EVENT)
     assert hops == []
 
 
-def test_a_viewer_gets_the_event(in_memory_layer):
-    channel = async_to_sync(in_memory_layer.new_channel)()
-    async_to_sync(in_memory_layer.group_add)(events.group_name(424242), channel)
-    events.publish_sync(424242, EVENT)
-    message = async_to_sync(in_memory_layer.receive)(channel)
-    assert message["type"] == "session.changed" and message["reason"] == "test"
+def test_a_viewer_in_this_process_gets_the_event(in_memory_layer):
+    viewer = Viewer()
+
+    async def scenario() -> None:
+        await fanout.hub.join(events.group_name(424242), viewer)
+        await asyncio.to_thread(events.publish_sync, 424242, EVENT)  # a service's thread, after commit
+        fanout.hub.leave(events.group_name(424242), viewer)
+
+    asyncio.run(scenario())
+    assert [e["reason"] for e in viewer.got] == ["test"]
+
+
+def test_with_redis_each_process_gets_each_event_once_and_in_order(redis_layer):
+    """Two hubs stand for two server processes, with several viewers each: one subscription per
+    hub, every viewer gets every event, in the order published, whoever published it."""
+    group = events.group_name(777)
+
+    async def scenario() -> tuple[list[Viewer], list[int]]:
+        hubs = [fanout.Hub(), fanout.Hub()]
+        viewers = [Viewer() for _ in range(6)]
+        for i, viewer in enumerate(viewers):
+            await hubs[i % 2].join(group, viewer)
+        subscribed = [len(h.subscriber.pubsub.channels) if h.subscriber else 0 for h in hubs]
+        for n in range(50):
+            if n % 10 == 9:
+                await asyncio.to_thread(fanout.publish_sync, group, {"type": "session.delta", "index": n})
+            else:
+                await fanout.publish(group, {"type": "session.delta", "index": n})
+        for _ in range(100):
+            if all(len(v.got) == 50 for v in viewers):
+                break
+            await asyncio.sleep(0.02)
+        for i, viewer in enumerate(viewers):
+            hubs[i % 2].leave(group, viewer)
+        await asyncio.sleep(0.05)  # the unsubscribes go out
+        return viewers, subscribed
+
+    viewers, subscribed = asyncio.run(scenario())
+    assert subscribed == [1, 1]
+    for viewer in viewers:
+        assert [e["index"] for e in viewer.got] == list(range(50))
+
+
+def test_a_broken_subscription_makes_the_viewers_reconnect(redis_layer):
+    group = events.group_name(778)
+
+    async def scenario() -> Viewer:
+        hub = fanout.Hub()
+        viewer = Viewer()
+        await hub.join(group, viewer)
+        assert hub.subscriber is not None
+        await hub.subscriber.pubsub.connection.disconnect()  # the connection drops under it
+        for _ in range(100):
+            if viewer.lost:
+                break
+            await asyncio.sleep(0.02)
+        hub.leave(group, viewer)
+        return viewer
+
+    assert asyncio.run(scenario()).lost == 1
