@@ -188,7 +188,9 @@
   // The socket (htmx ws extension on #chat) fills #session-live, #chat-streaming, #chat-presence and
   // #chat-parent. The explorer shows the path the viewer chose: a viewer on the leaf path (or who just
   // acted) follows the leaf; anyone else keeps their branch, gets a fresh tree and a "jump" notice.
-  var live = { follow: false, timer: null };
+  // inflight: htmx requests under way. An action's own swap (HX-Location) brings the new state, so
+  // a frame about that change waits for it instead of reloading the explorer a second time.
+  var live = { follow: false, timer: null, inflight: 0, waiting: false };
   function chatDock() { return document.getElementById("chat"); }
   function explorerEl() { return document.getElementById("explorer"); }
   function notice(show) { var n = document.getElementById("chat-notice"); if (n) n.hidden = !show; }
@@ -220,6 +222,7 @@
     if (live.timer) return;  // one refresh per burst; stream deltas must not postpone it
     live.timer = setTimeout(function () {
       live.timer = null;
+      if (live.inflight > 0) { live.waiting = true; return; }
       var state = document.getElementById("session-live"), ex = explorerEl();
       if (!state || !ex) return;
       var leaf = state.dataset.leaf || "", seq = state.dataset.seq || "";
@@ -265,9 +268,12 @@
   document.addEventListener("htmx:beforeRequest", function (ev) {
     var elt = ev.detail && ev.detail.elt;
     if (elt && elt.closest && elt.closest("[data-chat-action]")) live.follow = true;
+    live.inflight += 1;
   });
   document.addEventListener("htmx:afterRequest", function (ev) {
     var elt = ev.detail && ev.detail.elt;
+    live.inflight = Math.max(0, live.inflight - 1);
+    if (!live.inflight && live.waiting) { live.waiting = false; onLive(); }
     // "Show all" buttons go once their full output has replaced the cut one (no hx-on: the CSP
     // allows no eval).
     if (elt && elt.hasAttribute && elt.hasAttribute("data-remove-after-request") && ev.detail.successful) elt.remove();

@@ -158,6 +158,8 @@ def test_siblings_labels_deep_links_continue_and_fork(login, server):
     wait_until(page, "document.getElementById('composer-text').value === 'And in Rust?'")
     s.refresh_from_db()
     assert s.leaf_id == ids["a1"]
+    # The explorer follows the moved leaf: the message continued from leaves the shown path.
+    wait_until(page, f"!document.getElementById('e-{ids['u2a']}')")
     shot(page, "detail-continue-light")
 
     # Fork from an assistant message: a new session holding that path.
