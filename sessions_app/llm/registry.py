@@ -12,10 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from sessions_app.llm.anthropic_messages import AnthropicMessagesProvider
 from sessions_app.llm.base import ModelInfo, Pricing, Provider, Secret
 from sessions_app.llm.demo import DEMO_MODEL, DemoProvider
-from sessions_app.llm.openai_chat import OpenAIChatProvider
 
 # A small default list; PIWEB_LLM_MODELS (JSON) replaces it. Costs are $ per million tokens.
 DEFAULT_MODELS = (
@@ -110,13 +108,20 @@ def build_registry(
     demo_delay: float = 0.02,
     max_retries: int = 2,
 ) -> Registry:
-    """Models whose provider has a key, then the demo model (the default when no key is set)."""
+    """Models whose provider has a key, then the demo model (the default when no key is set).
+
+    A provider's SDK is imported only when its key is set: each takes seconds to import, in every
+    server and worker process."""
     providers: dict[str, Provider] = {"demo": DemoProvider(delay=demo_delay)}
     if openai_api_key:
+        from sessions_app.llm.openai_chat import OpenAIChatProvider
+
         providers["openai-completions"] = OpenAIChatProvider(
             Secret(openai_api_key), openai_base_url or None, max_retries=max_retries
         )
     if anthropic_api_key:
+        from sessions_app.llm.anthropic_messages import AnthropicMessagesProvider
+
         providers["anthropic-messages"] = AnthropicMessagesProvider(
             Secret(anthropic_api_key), anthropic_base_url or None, max_retries=max_retries
         )
