@@ -1,11 +1,22 @@
-"""Live chat benchmark: N viewers on one session, the demo model streaming as fast as it can.
+"""Live chat benchmark: viewers' websockets on streaming sessions, the demo model as fast as it can.
 
-Starts one daphne process (in-memory layer, a throwaway SQLite database), opens N websockets
-(the `websockets` library), sends turns through the chat POST endpoint and measures, per delivered
-delta frame, receive time minus the time its oldest token was produced (data-t). Also reports
-deltas delivered per second and daphne's RSS growth per idle connection.
+One scenario starts its servers (daphne processes, plus turn workers with Redis), opens the viewers'
+websockets (the `websockets` library) spread over sessions and processes, sends turns through the
+chat POST endpoint and measures:
+- per delivered delta frame, receive time minus the time its oldest token was produced (data-t);
+- deltas delivered per second;
+- per viewer and turn, the last frame of that turn (its end, and the stored message) after the reply
+  was stored (the turn row's updated_at, written in the reply's transaction);
+- the server processes' memory (RSS) per idle websocket.
 
-    .venv/bin/python bench/bench_chat.py [--viewers 50] [--turns 8] [--concurrent 4] [--interval-ms 50]
+    .venv/bin/python bench/bench_chat.py [--viewers 50] [--sessions 1] [--turns 8] [--concurrent 4]
+        [--interval-ms 10] [--demo-delay 0.005] [--idle 200]
+        [--redis redis://127.0.0.1:6379/0] [--database-url postgres://...] [--daphnes 1] [--workers 1]
+
+    # issue 20's figures in one run: in-memory (this tree, and --baseline's tree), then PostgreSQL,
+    # Redis, two daphne processes and a worker: 50 viewers, 4 sessions x 12 viewers, 500 idle viewers
+    .venv/bin/python bench/bench_chat.py --scale-out --redis redis://127.0.0.1:6379/0 \\
+        --database-url postgres://postgres@127.0.0.1:5432/test [--baseline /path/to/older/checkout]
 """
 
 from __future__ import annotations
@@ -20,11 +31,42 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+STAMP = re.compile(r'data-index="(\d+)" data-t="([\d.]+)"')
+TURN = re.compile(r'id="turn-([0-9a-f-]{36})" data-gone')  # the stream_end frame: the turn's tombstone
+
+
+@dataclass(frozen=True)
+class Scenario:
+    title: str
+    viewers: int = 50
+    sessions: int = 1
+    turns: int = 8
+    concurrent: int = 4
+    interval_ms: int = 10
+    demo_delay: float = 0.005
+    idle: int = 200
+    redis: str = ""
+    database_url: str = ""
+    daphnes: int = 1
+    workers: int = 1
+    tree: Path = ROOT  # the checkout whose server runs
+
+
+@dataclass
+class Results:
+    delays: list[float] = field(default_factory=list)  # ms, token to socket
+    delivered: int = 0
+    elapsed: float = 0.0
+    after_stored: list[float] = field(default_factory=list)  # ms, per viewer and turn
+    idle_kib: float = 0.0
 
 
 def free_port() -> int:
@@ -40,83 +82,118 @@ def rss_kb(pid: int) -> int:
     return 0
 
 
-def setup(db: str) -> tuple[str, str]:
-    os.environ.update(DJANGO_SETTINGS_MODULE="piweb.settings", PIWEB_SQLITE_PATH=db)
-    os.environ.pop("PIWEB_REDIS_URL", None)
-    import django
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, min(len(ordered) - 1, int(len(ordered) * q) - 1))] if ordered else float("nan")
 
-    django.setup()
-    from django.contrib.auth.models import User
-    from django.core.management import call_command
-    from django.test import Client
 
-    from sessions_app.store import services
+def server_env(sc: Scenario, db: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIWEB_")}
+    env.update(DJANGO_SETTINGS_MODULE="piweb.settings", PIWEB_SQLITE_PATH=db, PIWEB_LOG_LEVEL="WARNING",
+               PIWEB_DEMO_DELAY=str(sc.demo_delay), PIWEB_STREAM_INTERVAL_MS=str(sc.interval_ms),
+               PYTHONPATH=str(sc.tree))  # fmt: skip
+    if sc.database_url:
+        env["PIWEB_DATABASE_URL"] = sc.database_url
+    if sc.redis:
+        env["PIWEB_REDIS_URL"] = sc.redis
+    return env
 
-    call_command("migrate", verbosity=0)
-    user = User.objects.create_user("bench", password="x")
-    session = services.session_create(owner=user, name="bench")
-    client = Client()
-    client.force_login(user)
-    return session.public_id, client.cookies["sessionid"].value
+
+def in_django(env: dict[str, str], code: str) -> list[str]:
+    """Runs code with this tree's Django against the scenario's database; its printed lines."""
+    env = {**env, "PYTHONPATH": str(ROOT)}
+    code = "import django\ndjango.setup()\n" + code
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True,
+                         capture_output=True, text=True).stdout  # fmt: skip
+    return out.split()
+
+
+SETUP = """
+import uuid
+from django.contrib.auth.models import User
+from django.test import Client
+from sessions_app.store import services
+user = User.objects.create_user("bench-" + uuid.uuid4().hex[:12], password="x")
+client = Client()
+client.force_login(user)
+print(client.cookies["sessionid"].value)
+for i in range({n}):
+    print(services.session_create(owner=user, name=f"bench {{i}}").public_id)
+"""
+
+STORED = """
+from sessions_app.models import StreamingTurn
+rows = StreamingTurn.objects.filter(public_id__in={ids!r})
+for pk, at, entry in rows.values_list("public_id", "updated_at", "entry_id"):
+    print(pk, at.timestamp(), entry or "-")
+"""
+
+
+def setup(sc: Scenario, env: dict[str, str]) -> tuple[list[str], str]:
+    """Migrates the database and makes one user with sc.sessions sessions."""
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=sc.tree, env=env, check=True)
+    cookie, *sids = in_django(env, SETUP.format(n=sc.sessions))
+    return sids, cookie
+
+
+def stored_at(env: dict[str, str], turn_ids: list[str]) -> dict[str, tuple[float, str]]:
+    words = in_django(env, STORED.format(ids=turn_ids))
+    return {words[i]: (float(words[i + 1]), words[i + 2].strip("-")) for i in range(0, len(words), 3)}
 
 
 def post(port: int, sid: str, cookie: str, text: str) -> None:
     token = "b" * 32
     req = urllib.request.Request(
         f"http://127.0.0.1:{port}/sessions/{sid}/chat/send/",
-        data=f"text={urllib.request.quote(text)}".encode(),
+        data=f"text={urllib.parse.quote(text)}".encode(),
         headers={"Cookie": f"sessionid={cookie}; csrftoken={token}", "X-CSRFToken": token, "HX-Request": "true",
                  "Content-Type": "application/x-www-form-urlencoded"},
     )  # fmt: skip
-    urllib.request.urlopen(req, timeout=30).read()
+    urllib.request.urlopen(req, timeout=60).read()
 
 
-STAMP = re.compile(r'data-index="(\d+)" data-t="([\d.]+)"')
-# The stream_end frame: the streaming turn's tombstone.
-END = re.compile(r'<div hx-swap-oob="beforeend:#chat-streaming">'
-                 r'<div id="turn-[^"]+" data-gone></div></div>')  # fmt: skip
+async def wait_port(port: int) -> None:
+    for _ in range(1200):  # the provider SDKs take seconds to import on a busy machine
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            await asyncio.sleep(0.1)
+    raise RuntimeError(f"no server on port {port}")
 
 
-async def main(args: argparse.Namespace) -> None:
+async def run(sc: Scenario) -> Results:
     import websockets
 
+    res = Results()
     with tempfile.TemporaryDirectory() as tmp:
-        sid, cookie = await asyncio.to_thread(setup, str(Path(tmp) / "bench.sqlite3"))
-        port = free_port()
-        env = {**os.environ, "PIWEB_DEMO_DELAY": str(args.demo_delay),
-               "PIWEB_STREAM_INTERVAL_MS": str(args.interval_ms),
-               "PIWEB_LOG_LEVEL": "WARNING"}  # fmt: skip
-        if args.redis:
-            env["PIWEB_REDIS_URL"] = args.redis
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-p", str(port), "piweb.asgi:application"], cwd=ROOT, env=env,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        worker = None
-        if args.redis:
-            worker = subprocess.Popen(
-                [sys.executable, "manage.py", "turn_worker"], cwd=ROOT, env=env,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )  # fmt: skip
+        env = server_env(sc, str(Path(tmp) / "bench.sqlite3"))
+        sids, cookie = await asyncio.to_thread(setup, sc, env)
+        ports = [free_port() for _ in range(sc.daphnes)]
+        daphne = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p"]
+        commands = [[*daphne, str(p), "piweb.asgi:application"] for p in ports]
+        commands += [[sys.executable, "manage.py", "turn_worker"]] * (sc.workers if sc.redis else 0)
+        server_log = Path(tmp) / "server.log"
+        with server_log.open("ab") as out:
+            procs = [subprocess.Popen(c, cwd=sc.tree, env=env, stdout=out, stderr=out) for c in commands]
         try:
-            for _ in range(100):
+            for p in ports:
                 try:
-                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                    break
-                except OSError:
-                    await asyncio.sleep(0.1)
-            headers = {"Cookie": f"sessionid={cookie}", "Origin": f"http://127.0.0.1:{port}"}
-            url = f"ws://127.0.0.1:{port}/ws/sessions/{sid}/"
-            delays: list[float] = []
-            delivered = 0
+                    await wait_port(p)
+                except RuntimeError:
+                    sys.exit(f"no server on port {p}; its log:\n{server_log.read_text(errors='replace')[-3000:]}")
+            measuring = False
             ends = 0
             done = asyncio.Event()
-            measuring = False
-            expected_ends = args.turns * args.viewers
+            expected_ends = sc.turns * (sc.viewers // sc.sessions)
+            # Per viewer: (receive time, frame) of the frames that are not deltas, while measuring.
+            others: list[list[tuple[float, str]]] = []
 
-            async def reader(ws: websockets.ClientConnection, snapshot: asyncio.Event) -> None:
+            async def reader(
+                ws: websockets.ClientConnection, snapshot: asyncio.Event, log: list[tuple[float, str]]
+            ) -> None:
                 """Reads every frame from the start (an unread socket stops answering pings)."""
-                nonlocal delivered, ends
+                nonlocal ends
                 async for frame in ws:
                     now = time.time()
                     snapshot.set()
@@ -125,74 +202,132 @@ async def main(args: argparse.Namespace) -> None:
                     assert isinstance(frame, str)
                     m = STAMP.search(frame)
                     if m:
-                        delivered += 1
-                        delays.append((now - float(m.group(2))) * 1000)
-                    elif END.fullmatch(frame):
+                        res.delivered += 1
+                        res.delays.append((now - float(m.group(2))) * 1000)
+                        continue
+                    log.append((now, frame))
+                    if TURN.search(frame):
                         ends += 1
                         if ends >= expected_ends:
                             done.set()
 
-            async def open_one() -> tuple[websockets.ClientConnection, asyncio.Task[None]]:
+            async def open_one(i: int) -> tuple[websockets.ClientConnection, asyncio.Task[None]]:
+                port = ports[i % len(ports)]
+                headers = {"Cookie": f"sessionid={cookie}", "Origin": f"http://127.0.0.1:{port}"}
+                url = f"ws://127.0.0.1:{port}/ws/sessions/{sids[i % len(sids)]}/"
                 ws = await websockets.connect(url, additional_headers=headers, max_queue=None)
                 got = asyncio.Event()
-                task = asyncio.create_task(reader(ws, got))
+                log: list[tuple[float, str]] = []
+                others.append(log)
+                task = asyncio.create_task(reader(ws, got, log))
                 await got.wait()  # the snapshot arrived
                 return ws, task
 
-            warm, warm_task = await open_one()
+            warm = [await open_one(i) for i in range(len(ports))]
             await asyncio.sleep(0.5)
-            before = rss_kb(proc.pid)
-            idle_count = max(args.idle, args.viewers)
-            opened = [await open_one() for _ in range(idle_count)]
+            before = sum(rss_kb(p.pid) for p in procs[: len(ports)])
+            idle_count = max(sc.idle, sc.viewers)
+            opened = [await open_one(i) for i in range(idle_count)]
             await asyncio.sleep(1.0)
-            after = rss_kb(proc.pid)
-            for ws, task in opened[args.viewers :]:
+            after = sum(rss_kb(p.pid) for p in procs[: len(ports)])
+            res.idle_kib = (after - before) / idle_count
+            for ws, task in opened[sc.viewers :]:
                 task.cancel()
                 await ws.close()
-            opened = opened[: args.viewers]
-            sockets = [ws for ws, _ in opened]
-            readers = [task for _, task in opened] + [warm_task]
+            opened = opened[: sc.viewers]
+            watchers = [(i, others[len(warm) + i]) for i in range(sc.viewers)]  # viewer i watches sids[i % n]
             await asyncio.sleep(1.0)  # presence frames settle
             measuring = True
             await asyncio.sleep(0.5)
             started = time.monotonic()
-            sem = asyncio.Semaphore(args.concurrent)
+            sem = asyncio.Semaphore(sc.concurrent)
 
             async def one(i: int) -> None:
                 async with sem:
-                    await asyncio.to_thread(post, port, sid, cookie, f"turn {i} " + "word " * 50)
+                    await asyncio.to_thread(post, ports[i % len(ports)], sids[i % len(sids)], cookie,
+                                            f"turn {i} " + "word " * 50)  # fmt: skip
 
-            await asyncio.gather(*(one(i) for i in range(args.turns)))
-            await asyncio.wait_for(done.wait(), timeout=300)
-            elapsed = time.monotonic() - started
-            for t in readers:
-                t.cancel()
-            for ws in [*sockets, warm]:
+            if sc.turns:
+                await asyncio.gather(*(one(i) for i in range(sc.turns)))
+                await asyncio.wait_for(done.wait(), timeout=300)
+                res.elapsed = time.monotonic() - started
+                await asyncio.sleep(0.5)  # the stored messages' frames follow the ends
+            for ws, task in [*warm, *opened]:
+                task.cancel()
                 await ws.close()
         finally:
-            for p in (proc, worker):
-                if p is not None:
-                    p.terminate()
-                    p.wait(timeout=10)
-    delays.sort()
-    p99 = delays[max(0, int(len(delays) * 0.99) - 1)] if delays else float("nan")
-    print(f"layer={'redis' if args.redis else 'in-memory'} viewers={args.viewers} turns={args.turns} "
-          f"concurrent={args.concurrent} interval={args.interval_ms}ms demo_delay={args.demo_delay}s "
-          f"load={os.getloadavg()[0]:.2f}")  # fmt: skip
-    print(f"delta frames delivered: {delivered} in {elapsed:.2f}s = {delivered / elapsed:.0f}/s")
-    if delays:
-        print(f"token-to-socket delay (oldest token in each delta): median {statistics.median(delays):.1f} ms, "
-              f"p99 {p99:.1f} ms, max {delays[-1]:.1f} ms")  # fmt: skip
-    print(f"daphne RSS per idle connection: {(after - before) / idle_count:.1f} KiB (over {idle_count} sockets)")
+            for proc in procs:
+                proc.terminate()
+            for proc in procs:
+                try:
+                    proc.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        if sc.turns:
+            turns = {m.group(1) for _, log in watchers for _, f in log if (m := TURN.search(f))}
+            stored = await asyncio.to_thread(stored_at, env, sorted(turns))
+            for _, log in watchers:
+                for turn, (at, entry) in stored.items():
+                    mine = [t for t, f in log if turn in f or (entry and entry in f)]
+                    if mine:
+                        res.after_stored.append((max(mine) - at) * 1000)
+    return res
+
+
+def report(sc: Scenario, res: Results) -> None:
+    where = "redis" if sc.redis else "in-memory"
+    db = "postgresql" if sc.database_url else "sqlite"
+    print(f"== {sc.title}: {where} layer, {db}, {sc.daphnes} daphne, viewers={sc.viewers} over "
+          f"{sc.sessions} session(s), turns={sc.turns} concurrent={sc.concurrent} interval={sc.interval_ms}ms "
+          f"demo_delay={sc.demo_delay}s tree={sc.tree.name} load={os.getloadavg()[0]:.2f}")  # fmt: skip
+    if sc.turns:
+        print(f"   delta frames delivered: {res.delivered} in {res.elapsed:.2f}s = {res.delivered / res.elapsed:.0f}/s")
+    if res.delays:
+        print(f"   token-to-socket delay: median {statistics.median(res.delays):.1f} ms, "
+              f"p99 {pct(res.delays, 0.99):.1f} ms, max {max(res.delays):.1f} ms")  # fmt: skip
+    if res.after_stored:
+        print(f"   each viewer's last frame of a turn after its reply was stored: median "
+              f"{statistics.median(res.after_stored):.1f} ms, p99 {pct(res.after_stored, 0.99):.1f} ms, "
+              f"max {max(res.after_stored):.1f} ms ({len(res.after_stored)} viewer-turns)")  # fmt: skip
+    print(f"   server RSS per idle websocket: {res.idle_kib:.1f} KiB (over {max(sc.idle, sc.viewers)})")
+
+
+async def main(args: argparse.Namespace) -> None:
+    base = Scenario(title="run", viewers=args.viewers, sessions=args.sessions, turns=args.turns,
+                    concurrent=args.concurrent, interval_ms=args.interval_ms, demo_delay=args.demo_delay,
+                    idle=args.idle, redis=args.redis, database_url=args.database_url, daphnes=args.daphnes,
+                    workers=args.workers)  # fmt: skip
+    if not args.scale_out:
+        report(base, await run(base))
+        return
+    memory = replace(base, title="in-memory", redis="", database_url="", daphnes=1)
+    scale = replace(base, title="scale-out", daphnes=2)
+    scenarios = [memory]
+    if args.baseline:
+        scenarios.append(replace(memory, title="in-memory, baseline", tree=Path(args.baseline).resolve()))
+    scenarios += [
+        scale,
+        replace(scale, title="4 sessions x 12 viewers", viewers=48, sessions=4, turns=4, concurrent=4),
+        replace(scale, title="idle viewers", idle=500, turns=0),
+    ]
+    for sc in scenarios:
+        report(sc, await run(sc))
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--viewers", type=int, default=50)
+    parser.add_argument("--sessions", type=int, default=1, help="viewers and turns spread over this many sessions")
     parser.add_argument("--turns", type=int, default=8)
     parser.add_argument("--concurrent", type=int, default=4)
     parser.add_argument("--interval-ms", type=int, default=10)
     parser.add_argument("--demo-delay", type=float, default=0.005)
     parser.add_argument("--idle", type=int, default=200, help="sockets opened for the memory measurement")
-    parser.add_argument("--redis", default="", help="channel layer URL (a turn worker process runs the turns)")
+    parser.add_argument("--redis", default="", help="channel layer URL (turn worker processes run the turns)")
+    parser.add_argument("--database-url", default="", help="e.g. postgres://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--daphnes", type=int, default=1, help="server processes; viewers and sends alternate")
+    parser.add_argument("--workers", type=int, default=1, help="turn workers (with --redis)")
+    parser.add_argument("--scale-out", action="store_true", help="issue 20's scenarios, in one run")
+    parser.add_argument("--baseline", default="", help="with --scale-out: an older checkout, run in-memory too")
     asyncio.run(main(parser.parse_args()))
