@@ -100,10 +100,9 @@ def server_env(sc: Scenario, db: str) -> dict[str, str]:
 
 
 def in_django(env: dict[str, str], code: str) -> list[str]:
-    """Runs code with this tree's Django against the scenario's database; its printed lines."""
-    env = {**env, "PYTHONPATH": str(ROOT)}
+    """Runs code with the scenario's Django (env's PYTHONPATH) against its database; its printed lines."""
     code = "import django\ndjango.setup()\n" + code
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True,
+    out = subprocess.run([sys.executable, "-c", code], cwd=env["PYTHONPATH"], env=env, check=True,
                          capture_output=True, text=True).stdout  # fmt: skip
     return out.split()
 
