@@ -162,7 +162,9 @@ def session_create(*, owner: User, name: str | None = None, cwd: str = "") -> Se
         cwd=cwd,
         created=header["timestamp"],
     )
-    audit.audit_record(actor=owner, action="session.create", obj_type="session", obj_id=session.public_id)
+    audit.audit_record(
+        actor=owner, action="session.create", obj_type="session", obj_id=session.public_id, after={"owner": owner.pk}
+    )
     if name and name.strip():
         entry_append(session=session, payload={"type": "session_info", "name": name.strip()}, author=owner)
         session.refresh_from_db()
@@ -358,7 +360,7 @@ def session_fork(*, session: Session, entry_id: str, owner: User) -> Session:
     _store(fork, labels, owner.pk, tree)
     fork.save()
     audit.audit_record(
-        actor=owner, action="session.fork", obj_type="session", obj_id=fork.public_id,
+        actor=owner, action="session.fork", obj_type="session", obj_id=fork.public_id, after={"owner": owner.pk},
         extra={"from": session.public_id, "at": entry_id},
     )  # fmt: skip
     return fork

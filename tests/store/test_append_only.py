@@ -5,6 +5,7 @@ whichever way it is issued. Only session_delete removes entries, and only a whol
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from django.db import DatabaseError, connection, transaction
@@ -173,7 +174,7 @@ def test_session_delete_of_an_empty_session(alice):
 # --- the `deleting` flag lets nothing through, TRUNCATE is refused (issue 19) ----------------
 
 
-def _sql(*statements: str, params: list[object] | None = None) -> None:
+def _sql(*statements: str, params: list[Any] | None = None) -> None:
     with connection.cursor() as cursor:
         for statement in statements:
             cursor.execute(statement, params if "%s" in statement else None)
