@@ -18,16 +18,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from django.conf import settings
 
 from sessions_app.core import piformat
+from sessions_app.core.chain import keyed
 from sessions_app.core.intake import Intake, Placed
 from sessions_app.core.listing import Listing
 from sessions_app.models import Entry, Session
 from sessions_app.store import accounting, rows
-from sessions_app.store.services import entry_chain_hash, session_digest
+from sessions_app.store.services import chain_key
 
 BATCH = 2000  # entries read per query
 MAX_FINDINGS = 20  # reported per session; more are counted
@@ -67,7 +69,7 @@ def _differs(column: str, stored: Any, expected: Any) -> str:
 
 # The session columns core.listing keeps from the entries.
 LISTING = ("name", "message_count", "first_message", "modified_ms")
-_DERIVED_AT = [rows.COLUMNS.index(c) for c in rows.DERIVED]
+_derived = itemgetter(*(rows.COLUMNS.index(c) for c in rows.DERIVED))  # a row's derived columns
 _LIMITS = piformat.Limits(max_line_bytes=1 << 62, max_file_bytes=1 << 62)  # depth: settings, below
 _NO_SOURCE = b""
 
@@ -97,8 +99,13 @@ def session_report(*, session: Session) -> SessionReport:
     chains = dict(entries.values_list("entry_id", "chain_hash").iterator(chunk_size=BATCH * 5))
     check = _Check(report, chains)
     columns = ("seq", "raw", "chain_hash", *rows.DERIVED)
+    batch: list[tuple[Any, ...]] = []
     for stored in entries.order_by("seq").values_list(*columns).iterator(chunk_size=BATCH):
-        check.entry(stored)
+        batch.append(stored)
+        if len(batch) == BATCH:
+            check.entries(batch)
+            batch = []
+    check.entries(batch)
     check.finish()
     if report.entries != last_seq:
         report.add(Finding(0, "", f"{last_seq} entries were written, {report.entries} are stored"))
@@ -128,7 +135,7 @@ class _Check:
         self.chain_broken = False  # after the first break, every hash below it is suspect: one finding
         self.digest = ""
         self.intake = Intake(listing=Listing())
-        self.held: dict[str, tuple[int, Sequence[Any]]] = {}  # entries the intake places at finish()
+        self.held: dict[str, tuple[Any, ...]] = {}  # entries the intake places at finish()
         self.states: dict[int, Any] = {}
         self.limits = piformat.Limits(
             max_line_bytes=_LIMITS.max_line_bytes,
@@ -136,54 +143,98 @@ class _Check:
             max_depth=settings.PIWEB_IMPORT_MAX_DEPTH,
         )
 
-    def entry(self, stored: Sequence[Any]) -> None:
-        seq, raw, chain, entry_id, parent_id = stored[0], stored[1], stored[2], stored[3], stored[4]
-        report = self.report
-        report.entries += 1
-        if not self.chain_broken:
-            message = None
-            if seq != report.entries:
-                message = f"expected entry #{report.entries} here: entries were removed or inserted"
-            elif parent_id is not None and parent_id not in self.chains:
-                message = f"its parent {parent_id} is missing"
-            elif chain != entry_chain_hash(self.chains.get(parent_id) if parent_id else None, seq, entry_id, raw):
-                message = "its content or its parent's hash was changed"
-            if message is not None:
-                report.add(Finding(seq, entry_id, message))
-                self.chain_broken = True
-        self.digest = session_digest(self.digest, chain or "")
-        self._place(seq, raw, stored[3:])
-
-    def _place(self, seq: int, raw: str, derived: Sequence[Any]) -> None:
-        """The entry read and placed as an import would: its derived columns compared."""
-        text = raw.encode()
-        header = piformat.Header({}, "", seq - 1, 0, piformat.CURRENT_VERSION)
-        item = next(piformat.read_entries(text, header, self.limits), None)
-        if not isinstance(item, piformat.Line):
-            problem = item.message if isinstance(item, piformat.Problem) else "it is not an entry line"
-            self.report.add(Finding(seq, derived[0], f"its line cannot be read: {problem}"))
+    def entries(self, batch: Sequence[tuple[Any, ...]]) -> None:
+        """The next entries, in seq order: (seq, raw, chain_hash, *rows.DERIVED) each."""
+        if not batch:
             return
-        # The intake keeps each line's source to compare repeated ids, which a stored session
-        # cannot have (a unique constraint): dropping it keeps memory off the lines' size.
-        placed = self.intake.add(item._replace(source=_NO_SOURCE, start=0, end=0))
-        if placed is not None:
-            self._compare(placed, seq, derived)
+        self._chain(batch)
+        # Read as one buffer, one line each, as the import reads a file (unless a stored line holds
+        # a line break, which none written by piweb does).
+        if any("\n" in stored[1] for stored in batch):
+            for stored in batch:
+                if "\n" in stored[1]:
+                    self._unreadable(stored, "it holds a line break")
+                else:
+                    self._read([stored])
         else:
-            self.held[item.id] = (seq, derived)
+            self._read(batch)
+
+    def _chain(self, batch: Sequence[tuple[Any, ...]]) -> None:
+        """Each entry's chain hash and the running digest (core.chain's, inlined as rows.hash_rows
+        has them: this loop runs per entry)."""
+        inner, outer = keyed(chain_key())
+        chains, report, digest = self.chains, self.report, self.digest
+        for stored in batch:
+            seq, raw, chain, entry_id, parent_id = stored[:5]
+            report.entries += 1
+            if not self.chain_broken:
+                message = None
+                if seq != report.entries:
+                    message = f"expected entry #{report.entries} here: entries were removed or inserted"
+                elif parent_id is not None and parent_id not in chains:
+                    message = f"its parent {parent_id} is missing"
+                else:
+                    parent_chain = chains[parent_id] if parent_id is not None else None
+                    h = inner.copy()
+                    h.update(f"{parent_chain or ''}\n{seq}\n{entry_id}\n".encode())
+                    h.update(raw.encode())
+                    o = outer.copy()
+                    o.update(h.digest())
+                    if chain != o.hexdigest():
+                        message = "its content or its parent's hash was changed"
+                if message is not None:
+                    # Below the first break every hash is suspect: one finding.
+                    report.add(Finding(seq, entry_id, message))
+                    self.chain_broken = True
+            h = inner.copy()
+            h.update(f"{digest}:{chain or ''}".encode())
+            o = outer.copy()
+            o.update(h.digest())
+            digest = o.hexdigest()
+        self.digest = digest
+
+    def _read(self, batch: Sequence[tuple[Any, ...]]) -> None:
+        """The entries read and placed as an import would: their derived columns compared."""
+        text = "\n".join([stored[1] for stored in batch]).encode()
+        first = batch[0][0]  # line numbers are seqs (the intake's problems name them)
+        header = piformat.Header({}, "", first - 1, 0, piformat.CURRENT_VERSION)
+        read = 0  # the batch's entries whose line has been read
+        add, held, compare = self.intake.add, self.held, self._compare
+        for item in piformat.read_entries(text, header, self.limits):
+            number = item.line - first
+            for skipped in batch[read:number]:  # blank lines: read_entries says nothing of them
+                self._unreadable(skipped, "it is blank")
+            read = number + 1
+            stored = batch[number]
+            if type(item) is not piformat.Line:
+                self._unreadable(stored, item.message if isinstance(item, piformat.Problem) else "not an entry")
+                continue
+            # The intake keeps each line's source to compare repeated ids, which a stored session
+            # cannot have (a unique constraint): dropping it keeps memory off the lines' size.
+            placed = add(item._replace(source=_NO_SOURCE, start=0, end=0))
+            if placed is not None:
+                compare(placed, stored)
+            else:
+                held[item.id] = stored
+        for skipped in batch[read:]:
+            self._unreadable(skipped, "it is blank")
+
+    def _unreadable(self, stored: tuple[Any, ...], problem: str) -> None:
+        self.report.add(Finding(stored[0], stored[3], f"its line cannot be read: {problem}"))
 
     def finish(self) -> None:
         for placed in self.intake.finish():
-            seq, derived = self.held.pop(placed.line.id)
-            self._compare(placed, seq, derived)
+            self._compare(placed, self.held.pop(placed.line.id))
         for problem in self.intake.problems:
             self.report.add(Finding(problem.line, "", f"its line does not fit the tree: {problem.message}"))
 
-    def _compare(self, placed: Placed, seq: int, derived: Sequence[Any]) -> None:
-        expected = rows.entry_row(placed, None, 0, None, None, self.states)
-        for column, stored, at in zip(rows.DERIVED, derived, _DERIVED_AT, strict=True):
-            if stored != expected[at]:
-                message = _differs(column, stored, expected[at])
-                self.report.add(Finding(seq, derived[0], message, column, stored, expected[at]))
+    def _compare(self, placed: Placed, stored: tuple[Any, ...]) -> None:
+        expected = _derived(rows.entry_row(placed, None, 0, None, None, self.states))
+        if expected == stored[3:]:
+            return
+        for column, value, should in zip(rows.DERIVED, stored[3:], expected, strict=True):
+            if value != should:
+                self.report.add(Finding(stored[0], stored[3], _differs(column, value, should), column, value, should))
 
 
 def sessions_verify() -> Iterator[SessionReport]:

@@ -255,3 +255,24 @@ def test_a_session_hidden_as_being_deleted_is_reported(alice, capsys):
     session = services.session_create(owner=alice, name="hidden")
     Session.objects.filter(pk=session.pk).update(deleting=True)
     _verify_fails(capsys, f"{session.public_id}: session: it is marked as being deleted, but was not deleted")
+
+
+@pytest.mark.parametrize("forged", ["", "   ", "{}", "[1]", '{"type":"session","id":"s"}', "NEWLINE"])
+def test_an_unreadable_line_is_named_and_the_others_are_still_checked(alice, generated, forged, monkeypatch):
+    from sessions_app.store import integrity
+
+    monkeypatch.setattr(integrity, "BATCH", 40)  # the line in the middle of a later batch
+    session = pipeline.session_import(owner=alice, data=generated(200, seed=3)).session
+    row = Entry.objects.get(session=session, seq=97)
+    if forged == "NEWLINE":
+        forged = row.raw[:20] + "\n" + row.raw[20:]
+    _sql("UPDATE sessions_app_entry SET raw = %s WHERE id = %s", [forged, row.pk])
+    _sql("UPDATE sessions_app_entry SET preview = 'forged' WHERE session_id = %s AND seq = 90", [session.pk])
+    findings = session_verify(session=session)
+    assert findings[0].seq == 97  # the chain
+    unreadable = [f for f in findings if "cannot be read" in f.message]
+    assert [(f.seq, f.entry_id) for f in unreadable] == [(97, row.entry_id)]
+    assert [f.seq for f in findings if f.column == "preview"] == [90]
+    children = Entry.objects.filter(session=session, parent_id=row.entry_id).values_list("seq", flat=True)
+    orphans = {f.seq for f in findings if "does not fit the tree" in f.message}
+    assert set(children) <= orphans
