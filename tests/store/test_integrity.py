@@ -276,3 +276,20 @@ def test_an_unreadable_line_is_named_and_the_others_are_still_checked(alice, gen
     children = Entry.objects.filter(session=session, parent_id=row.entry_id).values_list("seq", flat=True)
     orphans = {f.seq for f in findings if "does not fit the tree" in f.message}
     assert set(children) <= orphans
+
+
+def test_a_session_row_deleted_and_put_back_without_some_entries_is_caught(alice):
+    # The entry guard lets entries go once their session row is gone; putting the row back in the
+    # same transaction (the foreign keys hold again at commit) leaves a session that lost entries.
+    session = services.session_create(owner=alice, name="trimmed")
+    for text in ("one", "two", "three"):
+        services.entry_append(session=session, payload=user(text))
+    values = Session.objects.filter(pk=session.pk).values().get()
+    doomed = Entry.objects.get(session=session, seq=4)
+    with transaction.atomic():
+        _sql("DELETE FROM sessions_app_session WHERE id = %s", [session.pk])
+        _sql("DELETE FROM sessions_app_entry WHERE id = %s", [doomed.pk])
+        Session.objects.bulk_create([Session(**values)])
+    findings = session_verify(session=session)
+    assert [(f.seq, f.message) for f in findings][:1] == [(0, "4 entries were written, 3 are stored")]
+    assert any(f.message == "the session digest does not match its entries" for f in findings)
