@@ -37,7 +37,9 @@ class Session(models.Model):
     source_bytes = models.BigIntegerField(default=0)
     source_sha256 = models.CharField(max_length=64, blank=True, default="")
     import_report = models.JSONField(default=list, blank=True)  # lines skipped by a partial import
-    deleting = models.BooleanField(default=False)  # lets the delete service past the entry trigger
+    # Readers skip a session so marked. It lets nothing past the entry trigger (migration 0007), and
+    # piweb never commits it set (session_delete removes the row at once): verify_sessions reports it.
+    deleting = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -55,6 +55,7 @@ SESSION_ACTIONS = (
     "session.rename",
     "session.fork",
     "session.delete",
+    "session.baseline",
     "session.open",
     "session.export",
     "session.context",

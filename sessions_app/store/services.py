@@ -162,7 +162,9 @@ def session_create(*, owner: User, name: str | None = None, cwd: str = "") -> Se
         cwd=cwd,
         created=header["timestamp"],
     )
-    audit.audit_record(actor=owner, action="session.create", obj_type="session", obj_id=session.public_id)
+    audit.audit_record(
+        actor=owner, action="session.create", obj_type="session", obj_id=session.public_id, after={"owner": owner.pk}
+    )
     if name and name.strip():
         entry_append(session=session, payload={"type": "session_info", "name": name.strip()}, author=owner)
         session.refresh_from_db()
@@ -358,7 +360,7 @@ def session_fork(*, session: Session, entry_id: str, owner: User) -> Session:
     _store(fork, labels, owner.pk, tree)
     fork.save()
     audit.audit_record(
-        actor=owner, action="session.fork", obj_type="session", obj_id=fork.public_id,
+        actor=owner, action="session.fork", obj_type="session", obj_id=fork.public_id, after={"owner": owner.pk},
         extra={"from": session.public_id, "at": entry_id},
     )  # fmt: skip
     return fork
@@ -399,11 +401,16 @@ def _path_without_labels(path: list[Node]) -> tuple[list[Node], set[str]]:
 
 @transaction.atomic
 def session_delete(*, session: Session) -> None:
-    """Remove a session and all its entries (the only way entries ever disappear)."""
-    Session.objects.filter(pk=session.pk).update(deleting=True, leaf_id=None)
+    """Remove a session and all its entries (the only way entries ever disappear).
+
+    The session row goes first: the entry trigger (migration 0007) lets entries be deleted only
+    once their session row is gone (the foreign keys are checked at commit). Then Django's
+    cascade does the rest (turns, viewers, share links; forks keep their entries, their
+    parent_session is cleared), finding no entries left."""
     with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM sessions_app_session WHERE id = %s", [session.pk])
         cursor.execute("DELETE FROM sessions_app_entry WHERE session_id = %s", [session.pk])
-    Session.objects.filter(pk=session.pk).delete()
+    Session(pk=session.pk).delete()
     audit.audit_record(
         action="session.delete", obj_type="session", obj_id=session.public_id, extra={"name": session.name}
     )

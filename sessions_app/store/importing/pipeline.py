@@ -320,6 +320,7 @@ def _finish(
         events.publish_on_commit(session, events.changed_event(session, "import"))
     audit.audit_record(
         actor=owner, action="session.import", obj_type="session", obj_id=session.public_id,
+        after={"owner": owner.pk} if created else None,  # the evidence of ownership (store/accounting.py)
         extra={"created": created, "bytes": len(data), "source": source_path},
     )  # fmt: skip
 
