@@ -10,9 +10,11 @@ import html as htmllib
 import re
 
 import pytest
-from django.test import Client
+from asgiref.sync import sync_to_async
+from django.test import AsyncClient, Client
 
 from sessions_app.core.entryids import dom_id
+from sessions_app.models import Session
 from sessions_app.store import shares
 from sessions_app.store.importing import pipeline
 from tests.builders import entry, header, jsonl, tool_call, tool_result
@@ -85,10 +87,7 @@ def test_images_and_show_all_links_work_for_any_entry_id(alice, alice_client, id
 
 @pytest.mark.parametrize("ids", [SLASHED, ODD], ids=["slashes", "odd"])
 def test_a_share_links_images_and_show_all_work_for_any_entry_id(alice, ids):
-    sid = a_session(alice, ids)
-    from sessions_app.models import Session
-
-    session = Session.objects.get(public_id=sid)
+    session = Session.objects.get(public_id=a_session(alice, ids))
     _, token = shares.share_create(session=session, user=alice, entry_id=ids["bash"])
     client = Client()
     r = client.get(f"/s/{token}/")
@@ -109,3 +108,24 @@ def test_a_segment_decodes_to_exactly_one_id(alice, alice_client):
     assert full.status_code == 200 and "line 199" in full.content.decode()
     assert alice_client.get(f"/sessions/{sid}/entries/t/1/output/x/output/").status_code == 404
     assert alice_client.get(f"/sessions/{sid}/entries/t%252F1/output/").status_code == 404
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_the_live_chat_navigates_to_any_entry_id(alice):
+    sid = await sync_to_async(a_session)(alice, SLASHED)
+    client = AsyncClient()
+    client.cookies = await sync_to_async(signed_in_cookies)(alice)
+    htmx = {"HX-Request": "true"}
+    for key in ("bash", "call", "image"):
+        r = await client.post(f"/sessions/{sid}/chat/navigate/", {"entry": SLASHED[key]}, headers=htmx)
+        assert r.status_code == 200 and 'id="chat-composer"' in r.content.decode()
+        session = await Session.objects.aget(public_id=sid)
+        # a user message: the leaf goes to its parent (its text to the composer)
+        assert session.leaf_id == (SLASHED["bash"] if key == "image" else SLASHED[key])
+
+
+def signed_in_cookies(user):
+    client = Client()
+    client.force_login(user)
+    return client.cookies
