@@ -67,12 +67,14 @@ def ok(response: Any, status: int = 200) -> Any:
 
 
 def page(client: Client, url: str, **params: str) -> str:
-    return ok(client.get(url, params)).content.decode()
+    body: bytes = ok(client.get(url, params)).content
+    return body.decode()
 
 
 def fragment(client: Client, url: str, swap: str, **params: str) -> str:
     """What htmx gets for url (its query kept) swapping #swap."""
-    return ok(client.get(url, params or None, headers={"HX-Request": "true", "HX-Target": swap})).content.decode()
+    body: bytes = ok(client.get(url, params or None, headers={"HX-Request": "true", "HX-Target": swap})).content
+    return body.decode()
 
 
 @SETTINGS
