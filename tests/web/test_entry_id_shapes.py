@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from sessions_app.core.entryids import dom_id
 from sessions_app.live import streaming
 from sessions_app.models import Entry, Session
+from sessions_app.store import explorer
 from tests.builders import assistant, entry, header, jsonl, tool_call, tool_result, user
 from tests.idshapes import entry_ids
 from tests.worlds import PNG
@@ -144,6 +145,31 @@ def test_every_page_and_read_route_takes_any_entry_id(alice_client, id_list):
     ok(anon.get(reverse("settings:shared_image", args=[token, ids["image"], 0])))
     ok(anon.get(reverse("settings:shared_output", args=[token, ids["alt"]])), 404)  # outside the branch
     ok(anon.get(shared, {"target": ids["alt"]}), 404)
+
+
+@SETTINGS
+@given(id_sets)
+@example(TRICKY)
+def test_the_lazy_loads_a_page_links_take_any_entry_id(alice_client, monkeypatch, id_list):
+    """With tiny windows, the tree draws gaps and folded branches and the conversation an "earlier"
+    button: every URL the page and its fragments link (hx-get), followed, answers 200."""
+    for name, value in (("FULL_TREE", 2), ("CHUNK", 1), ("BELOW_LIMIT", 1), ("CONV_BEFORE", 1), ("CONV_AFTER", 1)):
+        monkeypatch.setattr(explorer, name, value)
+    ids = dict(zip(ROLES, id_list, strict=True))
+    session = imported(alice_client, session_file(ids))
+    base = reverse("sessions:detail", args=[session.public_id])
+    todo = [page(alice_client, base, target=ids["bash"]), page(alice_client, base, target=ids["alt"])]
+    seen: set[str] = set()
+    kinds: set[str] = set()
+    while todo and len(seen) < 60:
+        for url in re.findall(r'hx-get="([^"]*)"', todo.pop()):
+            url = unescape(url)
+            if url in seen:
+                continue
+            seen.add(url)
+            kinds.add(url.split("?")[0].removeprefix(base).split("/")[0] or "page")
+            todo.append(fragment(alice_client, url, "explorer"))
+    assert {"tree", "conversation", "entries", "page"} <= kinds  # gaps or branches, earlier, show all
 
 
 async def no_dispatch(turn: Any) -> None:
