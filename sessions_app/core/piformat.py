@@ -322,9 +322,10 @@ def _header_problem(header: dict[str, Any], number: int) -> Problem | None:
     unstorable = [k for k in ("id", "cwd", "timestamp") if isinstance(v := header.get(k), str) and not well_formed(v)]
     if unstorable:
         return Problem(number, f"field '{unstorable[0]}' holds an unpaired UTF-16 surrogate")
-    if "/" in header["id"] or not header["id"].isprintable():
-        # The id names the session in URLs; pi's own ids are UUIDs.
-        return Problem(number, "field 'id' must not contain '/' or control characters")
+    if "/" in header["id"] or header["id"] in (".", "..") or not header["id"].isprintable():
+        # The id names the session in URLs (a path segment: not one a browser resolves away);
+        # pi's own ids are UUIDs.
+        return Problem(number, "field 'id' must not be '.' or '..', nor contain '/' or control characters")
     for key, limit in (("id", MAX_ID_CHARS), ("timestamp", MAX_SHORT_CHARS)):
         if len(str(header.get(key, ""))) > limit:  # str(): as Session.created stores it
             return Problem(number, f"field '{key}' is longer than {limit} characters")
