@@ -140,10 +140,9 @@ def _validated(data: Mapping[str, Any], utf8_checked: bool) -> tuple[str | None,
         return "field 'timestamp' must be an ISO 8601 date-time string", 0
     if len(kind) > MAX_SHORT_CHARS:
         return f"field 'type' is longer than {MAX_SHORT_CHARS} characters", 0
-    if len(entry_id) > MAX_ID_CHARS:
-        return f"field 'id' is longer than {MAX_ID_CHARS} characters", 0
-    if parent is not None and len(parent) > MAX_ID_CHARS:
-        return f"field 'parentId' is longer than {MAX_ID_CHARS} characters", 0
+    problem = id_problem("id", entry_id) or (id_problem("parentId", parent) if parent is not None else None)
+    if problem is not None:
+        return problem, 0
     if len(timestamp) > MAX_SHORT_CHARS:  # type: ignore[arg-type]  # parse_timestamp_ms took it: a str
         return f"field 'timestamp' is longer than {MAX_SHORT_CHARS} characters", 0
     if kind != "message":
@@ -161,6 +160,17 @@ def _validated(data: Mapping[str, Any], utf8_checked: bool) -> tuple[str | None,
         return f"field 'message.role' is longer than {MAX_SHORT_CHARS} characters", 0
     role_rules = MESSAGE_FIELDS.get(role)
     return (_check_fields(message, role_rules, "message.") if role_rules else None), ms
+
+
+def id_problem(field: str, value: str) -> str | None:
+    """Why an entry id (`field`: id, parentId, targetId...) cannot be stored, or None: longer than
+    its column, or holding a NUL, valid JSON ("\\u0000") that no PostgreSQL text column stores.
+    (Unpaired surrogates: well_formed.)"""
+    if len(value) > MAX_ID_CHARS:
+        return f"field '{field}' is longer than {MAX_ID_CHARS} characters"
+    if "\0" in value:
+        return f"field '{field}' holds a NUL character, which no database stores in an id"
+    return None
 
 
 def well_formed(text: str) -> bool:
@@ -312,9 +322,10 @@ def _header_problem(header: dict[str, Any], number: int) -> Problem | None:
     unstorable = [k for k in ("id", "cwd", "timestamp") if isinstance(v := header.get(k), str) and not well_formed(v)]
     if unstorable:
         return Problem(number, f"field '{unstorable[0]}' holds an unpaired UTF-16 surrogate")
-    if "/" in header["id"] or not header["id"].isprintable():
-        # The id names the session in URLs; pi's own ids are UUIDs.
-        return Problem(number, "field 'id' must not contain '/' or control characters")
+    if "/" in header["id"] or header["id"] in (".", "..") or not header["id"].isprintable():
+        # The id names the session in URLs (a path segment: not one a browser resolves away);
+        # pi's own ids are UUIDs.
+        return Problem(number, "field 'id' must not be '.' or '..', nor contain '/' or control characters")
     for key, limit in (("id", MAX_ID_CHARS), ("timestamp", MAX_SHORT_CHARS)):
         if len(str(header.get(key, ""))) > limit:  # str(): as Session.created stores it
             return Problem(number, f"field '{key}' is longer than {limit} characters")

@@ -184,6 +184,11 @@ def entry_append(
 
     payload holds the type and its fields; id and timestamp may be given, else they are made.
     """
+    target = payload.get("targetId") if payload.get("type") == "label" else None
+    for field, value in (("id", payload.get("id")), ("parentId", parent_id), ("targetId", target)):
+        # before any lookup by them (PostgreSQL refuses a NUL even in a query)
+        if isinstance(value, str) and (problem := piformat.id_problem(field, value)) is not None:
+            raise InvalidEntry(problem, field=field)
     locked = _locked(session)
     parent = locked.leaf_id if parent_id is UNSET else parent_id
     # The parent's stored state doubles as the check that it exists. A parentId of the wrong type
@@ -192,7 +197,6 @@ def entry_append(
     if isinstance(parent, str) and parent not in tree.known([parent]):
         raise EntryNotFound(f"Entry {parent} not found", parentId=parent)
     entry_id = payload.get("id")
-    target = payload.get("targetId") if payload.get("type") == "label" else None
     present = sel.entry_ids_present(session=locked, ids=[i for i in (entry_id, target) if isinstance(i, str)])
     if entry_id is None:
         entry_id = _new_entry_id(locked)

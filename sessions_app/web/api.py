@@ -21,6 +21,7 @@ from sessions_app.web import exports
 from sessions_app.web.schemas import (
     ContextOut,
     EntryCreatedOut,
+    EntryId,
     ErrorOut,
     ForkIn,
     ImportErrorOut,
@@ -112,7 +113,7 @@ def session_export(request: HttpRequest, session_id: str) -> StreamingHttpRespon
 
 
 @router.get("/{session_id}/context", response=ContextOut, url_name="session_context")
-def session_context(request: HttpRequest, session_id: str, leaf: str | None = None) -> HttpResponse:
+def session_context(request: HttpRequest, session_id: str, leaf: EntryId | None = None) -> HttpResponse:
     session = _session(request, session_id)
     audit.audit_record(action="session.context", obj_type="session", obj_id=session.public_id, extra={"leaf": leaf})
     # Serialised directly (the schema documents it): validating every message costs as much as building it.

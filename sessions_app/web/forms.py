@@ -6,7 +6,14 @@ from typing import Any
 
 from django import forms
 
+from sessions_app.core.piformat import MAX_ID_CHARS
 from sessions_app.core.treeview import FILTERS
+
+
+def entry_id_field(*, required: bool = True) -> forms.CharField:
+    """An entry id exactly as sent: any characters up to import's cap, spaces kept (ids may begin,
+    end or consist of them; core/entryids.py)."""
+    return forms.CharField(required=required, max_length=MAX_ID_CHARS, strip=False)
 
 
 class ListQueryForm(forms.Form):
@@ -28,8 +35,8 @@ class NewChatForm(forms.Form):
 class PlaceForm(forms.Form):
     """Where a session page looks (all optional; ids are checked against the session by the selector)."""
 
-    leaf = forms.CharField(required=False, max_length=200)
-    target = forms.CharField(required=False, max_length=200)
+    leaf = entry_id_field(required=False)
+    target = entry_id_field(required=False)
     filter = forms.ChoiceField(required=False, choices=[(f, f) for f in FILTERS])
     q = forms.CharField(required=False, max_length=200)
 
@@ -44,17 +51,17 @@ class PlaceForm(forms.Form):
 
 
 class GapForm(forms.Form):
-    node = forms.CharField(max_length=200)
+    node = entry_id_field()
     up = forms.BooleanField(required=False)
     d = forms.IntegerField(required=False, min_value=0, max_value=50)
     filter = forms.ChoiceField(required=False, choices=[(f, f) for f in FILTERS])
-    leaf = forms.CharField(required=False, max_length=200)
+    leaf = entry_id_field(required=False)
 
 
 class EntryForm(forms.Form):
-    entry = forms.CharField(max_length=200)
-    leaf = forms.CharField(required=False, max_length=200)
-    target = forms.CharField(required=False, max_length=200)
+    entry = entry_id_field()
+    leaf = entry_id_field(required=False)
+    target = entry_id_field(required=False)
     filter = forms.ChoiceField(required=False, choices=[(f, f) for f in FILTERS])
 
 

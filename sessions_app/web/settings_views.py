@@ -22,6 +22,7 @@ from sessions_app.errors import (
 )
 from sessions_app.models import TEAM_ROLES, Membership, Session, Team
 from sessions_app.store import selectors, shares
+from sessions_app.web.forms import entry_id_field
 
 # --- forms ---------------------------------------------------------------------------------------
 
@@ -33,7 +34,7 @@ class TokenForm(forms.Form):
 
 
 class ShareForm(forms.Form):
-    entry = forms.CharField(max_length=200, required=False)
+    entry = entry_id_field(required=False)
     expires_days = forms.IntegerField(required=False, min_value=1, max_value=3650)
 
 

@@ -34,7 +34,7 @@ from django_htmx.middleware import HtmxDetails
 
 from sessions_app.access import audit, permissions, teams
 from sessions_app.access.permissions import Capability
-from sessions_app.core import jsjson
+from sessions_app.core import jsjson, piformat
 from sessions_app.core import treeview as tv
 from sessions_app.core.clock import now_ms
 from sessions_app.core.tree import TEXTLESS_PREFIX, editor_text
@@ -209,8 +209,9 @@ class Reader:
         return with_query(self.base, **params)
 
     def check(self, entry_id: str) -> None:
-        """EntryNotFound (a 404) for an entry outside the reader's scope."""
-        if self.scope is not None and entry_id not in self.scope:
+        """EntryNotFound (a 404) for an entry outside the reader's scope, or an id no entry has (one
+        that cannot be stored: PostgreSQL refuses a NUL even in a query)."""
+        if (self.scope is not None and entry_id not in self.scope) or piformat.id_problem("id", entry_id):
             raise EntryNotFound(f"Entry {entry_id} not found", entryId=entry_id)
 
     def entry_row(self, entry_id: str) -> tv.Row:

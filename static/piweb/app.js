@@ -162,7 +162,8 @@
       if (f) { select(f, false); f.scrollIntoView({ block: "center" }); }
     }
     var ex = document.getElementById("explorer");
-    var target = ex && ex.dataset.target && document.getElementById("e-" + ex.dataset.target);
+    // An entry id may hold any character: find its message by data-id (CSS.escape), not by element id.
+    var target = ex && ex.dataset.target && ex.querySelector('#conversation .msg[data-id="' + CSS.escape(ex.dataset.target) + '"]');
     if (target && location.hash !== "#composer") target.scrollIntoView({ block: "start" });
     if (location.hash === "#composer") {
       var c = document.getElementById("composer-text");
