@@ -273,9 +273,10 @@ class Presenter:
         view_leaf: str | None,
         focus: str | None,
         mode: str,
+        current: str | None,
     ) -> None:
         self.reader, self.session, self.rows, self.labels, self.on_path = reader, reader.session, rows, labels, on_path
-        self.view_leaf, self.focus, self.mode = view_leaf, focus, mode
+        self.view_leaf, self.focus, self.mode, self.current = view_leaf, focus, mode, current
 
     def open_url(self, node: str) -> str:
         if node in self.on_path and self.view_leaf:
@@ -292,7 +293,7 @@ class Presenter:
             "icon": icon,
             "label": self.labels.get(node_id),
             "on_path": node_id in self.on_path,
-            "current": node_id == self.session.leaf_id,
+            "current": node_id == self.current,
             "focus": node_id == self.focus,
             "url": self.open_url(node_id),
             "type": row.type,
@@ -344,6 +345,7 @@ def detail_context(request: HtmxHttpRequest, reader: Reader, params: dict[str, A
         view_leaf=leaf_id,
         focus=target_id,
         mode=params["mode"],
+        current=place.session_leaf,
     )
     shown = markup.shown_path(data.conversation)
     return {
@@ -359,8 +361,8 @@ def detail_context(request: HtmxHttpRequest, reader: Reader, params: dict[str, A
         "tree_items": pres.items(data.tree.items),
         "tree_roots": [pres.branch(b, 1) for b in data.tree.roots],
         "results": [pres.node(r.id) for r in data.tree.results],
-        "shown": _decorate(reader, shown, data.siblings, data.labels, leaf_id, params["mode"]),
-        "following": leaf_id == session.leaf_id,
+        "shown": _decorate(reader, shown, data.siblings, data.labels, leaf_id, params["mode"], place.session_leaf),
+        "following": leaf_id == place.session_leaf,
         "more_above": data.conv_more_above,
         "first_id": data.conversation[0].entry_id if data.conversation else None,
         "more_below_url": reader.url(leaf=leaf_id, target=data.conv_more_below, filter=params["mode"])
@@ -379,11 +381,11 @@ def _can(request: HtmxHttpRequest, session: Session) -> dict[str, bool]:
     return dict.fromkeys(permissions.session_capabilities(request.user, session), True)
 
 
-def _leaf_path(reader: Reader, view_leaf: str | None) -> set[str] | None:
-    """Entry ids on the session's leaf path; None when the viewer is reading that path anyway, or
-    may not move the leaf (a share link's visitor)."""
+def _leaf_path(reader: Reader, view_leaf: str | None, session_leaf: str | None) -> set[str] | None:
+    """Entry ids on the session's leaf path; None when the viewer is reading that path anyway (the
+    session's leaf as read: session_leaf), or may not move the leaf (a share link's visitor)."""
     session = reader.session
-    if view_leaf == session.leaf_id or session.leaf_id is None or not reader.can.get("branch"):
+    if view_leaf in (session.leaf_id, session_leaf) or session.leaf_id is None or not reader.can.get("branch"):
         return None
     return {n.id for n in selectors.path_nodes(session=session, leaf_id=session.leaf_id)}
 
@@ -395,8 +397,9 @@ def _decorate(
     labels: dict[str, str],
     leaf_id: str | None,
     mode: str,
+    session_leaf: str | None,
 ) -> list[dict[str, Any]]:
-    leaf_path = _leaf_path(reader, leaf_id)
+    leaf_path = _leaf_path(reader, leaf_id, session_leaf)
     out = []
     for s in shown:
         sib = sibs.get(s.id)
@@ -408,7 +411,7 @@ def _decorate(
                 "sib": sib,
                 "prev_url": reader.url(target=sib.prev, filter=mode) if sib and sib.prev else None,
                 "next_url": reader.url(target=sib.next, filter=mode) if sib and sib.next else None,
-                "current": s.id == reader.session.leaf_id,
+                "current": s.id == session_leaf,
                 "off_path": leaf_path is not None and s.id not in leaf_path,
             }
         )
@@ -444,8 +447,10 @@ def gap_response(request: HtmxHttpRequest, reader: Reader) -> HttpResponse:
     leaf = d.get("leaf") or None
     if leaf is not None:
         reader.check(leaf)
+    current = explorer.reading_leaf(reader.session)
     items, rows, on_path = explorer.gap_panel(
         reader.session,
+        current=current,
         node_id=d["node"],
         up=d["up"],
         depth=d.get("d") or 0,
@@ -454,7 +459,16 @@ def gap_response(request: HtmxHttpRequest, reader: Reader) -> HttpResponse:
         scope=reader.scope,
     )
     labels = selectors.labels(session=reader.session, within=reader.scope)
-    pres = Presenter(reader, rows=rows, labels=labels, on_path=on_path, view_leaf=leaf, focus=None, mode=mode)
+    pres = Presenter(
+        reader,
+        rows=rows,
+        labels=labels,
+        on_path=on_path,
+        view_leaf=leaf,
+        focus=None,
+        mode=mode,
+        current=current,
+    )
     return render(request, "sessions_app/partials/tree_items.html", _tree_ctx(reader, pres.items(items), mode, d))
 
 
@@ -465,11 +479,21 @@ def branch_response(request: HtmxHttpRequest, reader: Reader) -> HttpResponse:
     d = form.cleaned_data
     mode = d.get("filter") or "default"
     reader.entry_row(d["node"])
+    current = explorer.reading_leaf(reader.session)
     items, rows = explorer.branch_panel(
-        reader.session, node_id=d["node"], depth=d.get("d") or 1, mode=mode, scope=reader.scope
+        reader.session, node_id=d["node"], depth=d.get("d") or 1, mode=mode, current=current, scope=reader.scope
     )
     labels = selectors.labels(session=reader.session, within=reader.scope)
-    pres = Presenter(reader, rows=rows, labels=labels, on_path=set(), view_leaf=None, focus=None, mode=mode)
+    pres = Presenter(
+        reader,
+        rows=rows,
+        labels=labels,
+        on_path=set(),
+        view_leaf=None,
+        focus=None,
+        mode=mode,
+        current=current,
+    )
     return render(request, "sessions_app/partials/tree_items.html", _tree_ctx(reader, pres.items(items), mode, d))
 
 
@@ -496,7 +520,7 @@ def earlier_response(request: HtmxHttpRequest, reader: Reader) -> HttpResponse:
         "session": session,
         "can": reader.can,
         "share_token": reader.token,
-        "shown": _decorate(reader, shown, sibs, labels, leaf, "default"),
+        "shown": _decorate(reader, shown, sibs, labels, leaf, "default", explorer.reading_leaf(session)),
         "more_above": more,
         "first_id": entries[0].entry_id if entries else None,
         "leaf_id": leaf,
