@@ -38,7 +38,7 @@ from sessions_app.core import jsjson
 from sessions_app.core import treeview as tv
 from sessions_app.core.clock import now_ms
 from sessions_app.core.tree import TEXTLESS_PREFIX, editor_text
-from sessions_app.errors import EntryNotFound, ImportNotFound, InvalidRequest
+from sessions_app.errors import EntryNotFound, ImportNotFound, InvalidRequest, SessionNotFound
 from sessions_app.models import Session, ShareLink
 from sessions_app.render import markup
 from sessions_app.store import explorer, selectors, services, shares
@@ -331,6 +331,31 @@ def _place_params(request: HtmxHttpRequest) -> dict[str, Any]:
     return forms.PlaceForm(request.GET).place()
 
 
+def forked_from(request: HtmxHttpRequest, reader: Reader) -> Session | None:
+    """The session this one was forked from, if the reader may open it: never for a share link's
+    visitor, and nothing at all (not even that there is one) for a user who may not see it."""
+    source_id = reader.session.parent_session_id
+    if source_id is None or reader.share is not None:
+        return None
+    source = Session.objects.filter(pk=source_id).only("public_id").first()
+    if source is None:
+        return None
+    try:
+        return selectors.session_get_for_user(user=request.user, public_id=source.public_id)
+    except SessionNotFound:
+        return None
+
+
+def title_context(request: HtmxHttpRequest, reader: Reader) -> dict[str, Any]:
+    """What the page's header (partial session-title) draws."""
+    return {
+        "session": reader.session,
+        "can": reader.can,
+        "when": _when(reader.session),
+        "forked_from": forked_from(request, reader),
+    }
+
+
 def detail_context(request: HtmxHttpRequest, reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
     session = reader.session
     place = reader.place(params)
@@ -372,7 +397,7 @@ def detail_context(request: HtmxHttpRequest, reader: Reader, params: dict[str, A
         "self_url": reader.url(leaf=leaf_id, target=target_id, filter=params["mode"]),
         "base_url": reader.base,
         "labels_used": sorted(set(data.labels.values())),
-        "when": _when(session),
+        **title_context(request, reader),
     }
 
 
@@ -653,11 +678,21 @@ def entry_append(request: HtmxHttpRequest, session: Session) -> HttpResponse:
 @require_POST
 @session_action("manage")
 def session_rename(request: HtmxHttpRequest, session: Session) -> HttpResponse:
+    """The header's rename form: htmx swaps the header (partial session-title) with the new name and
+    the form closed, or with the form open and its errors; a plain form goes back to the page."""
     form = forms.RenameForm(request.POST)
-    if not form.is_valid():
-        return HttpResponseBadRequest("A name is required.")
-    services.session_rename(session=session, name=form.cleaned_data["name"], author=_request_user(request))
-    return _go(request, request.POST.get("next") or page_url(session))
+    if form.is_valid():
+        services.session_rename(session=session, name=form.cleaned_data["name"], author=_request_user(request))
+        session.refresh_from_db()
+        if not request.htmx:
+            return redirect(page_url(session))
+    context = {**title_context(request, user_reader(request, session)), "rename_form": form, "oob_title": True}
+    status = 200 if form.is_valid() else forms.FORM_ERRORS
+    if not request.htmx:  # a plain form with errors: the page again, the form open
+        context = {**detail_context(request, user_reader(request, session), forms.PlaceForm({}).place()), **context}
+        context.update(chat_views.composer_context(session, draft=context["draft"]), oob_title=False)
+        return render(request, "sessions_app/session_detail.html", context, status=status)
+    return render(request, "sessions_app/session_detail.html#session-title", context, status=status)
 
 
 @require_http_methods(["GET", "POST"])
