@@ -170,11 +170,14 @@ def last_entry_id(session: Session) -> str | None:
 @dataclass(slots=True)
 class Place:
     """Where the page looks: the viewed leaf (its path is shown) and the focused entry on it, and
-    the session's leaf as a reader sees it (reading_leaf)."""
+    the session's leaf as a reader sees it (reading_leaf). path_end: the entry the drawn path ends
+    at, the leaf asked for: below the viewed leaf when that was reached through bookkeeping entries
+    (a rename note still shows at the end of the conversation)."""
 
     leaf: tv.Row | None
     target: tv.Row | None
     session_leaf: str | None = None
+    path_end: str | None = None
 
 
 BOOKKEEPING_WALK = 64  # ancestors read to get past the bookkeeping entries above a leaf
@@ -207,7 +210,7 @@ def resolve_place(session: Session, *, leaf_id: str | None, target_id: str | Non
     leaf = _reading_row(session, leaf_id)
     target = entry_row(session, target_id) if target_id and target_id not in (leaf_id, leaf.id) else leaf
     session_leaf = leaf.id if leaf_id == session.leaf_id else reading_leaf(session)
-    return Place(leaf, target, session_leaf)
+    return Place(leaf, target, session_leaf, leaf_id)
 
 
 @dataclass(slots=True)
@@ -247,9 +250,9 @@ def page(session: Session, *, place: Place, mode: str, search: str = "", scope: 
     more_above, more_below = False, None
     sibs: dict[str, tv.Siblings] = {}
     if place.leaf is not None and place.target is not None:
-        gap = max(0, place.leaf.depth - place.target.depth)
+        gap = max(0, place.leaf.depth - place.target.depth) + BOOKKEEPING_WALK
         walk = min(MAX_WALK, gap + max(WALK_LIMIT.get(mode, 400), CONV_BEFORE + 1))
-        path = list(reversed(walk_up(session, place.leaf.id, walk)))
+        path = list(reversed(walk_up(session, place.path_end or place.leaf.id, walk)))
         tree = tree_panel(session, path=path, place=place, mode=mode, labels=labels, search=search, scope=scope)
         conv, more_above, more_below = _conversation(session, path, place.target.id)
         sibs = siblings_for(session, conv, scope)

@@ -99,3 +99,13 @@ def test_the_sibling_switcher_looks_through_a_label_that_starts_a_branch(alice, 
 def test_bob_still_gets_404(bob_client, alice):
     session, _, _ = _chat(alice)
     assert bob_client.get(f"/sessions/{session.public_id}/").status_code == 404
+
+
+def test_a_rename_at_the_leaf_ends_the_conversation_while_the_leaf_reads_as_the_last_message(alice, alice_client):
+    session, _, answer = _chat(alice)
+    services.label_set(session=session, target_id=answer, label="x", author=alice)
+    services.session_rename(session=session, name="Renamed last", author=alice)
+    html = _page(alice_client, session)
+    assert f'data-leaf="{answer}"' in html and "data-following" in html
+    conversation = html[html.index('id="conversation"') :]
+    assert conversation.index(f'id="e-{answer}"') < conversation.index("Renamed to “Renamed last”")
