@@ -10,7 +10,6 @@ import base64
 import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Concatenate, ParamSpec
 from urllib.parse import urlencode
 
@@ -38,12 +37,12 @@ from sessions_app.core import jsjson
 from sessions_app.core import treeview as tv
 from sessions_app.core.clock import now_ms
 from sessions_app.core.tree import TEXTLESS_PREFIX, editor_text
-from sessions_app.errors import EntryNotFound, ImportNotFound, InvalidRequest, SessionNotFound
+from sessions_app.errors import EntryNotFound, ImportNotFound, InvalidRequest
 from sessions_app.models import Session, ShareLink
 from sessions_app.render import markup
 from sessions_app.store import explorer, selectors, services, shares
 from sessions_app.store.importing import background
-from sessions_app.web import chat_views, exports, forms
+from sessions_app.web import chat_views, exports, forms, header
 
 P = ParamSpec("P")
 
@@ -97,7 +96,7 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
     labels = explorer.labels_by_session(list(page.object_list))
     context = {
         "page": page,
-        "rows": [(s, labels.get(s.pk, []), _when(s)) for s in page.object_list],
+        "rows": [(s, labels.get(s.pk, []), header.when_shown(s)) for s in page.object_list],
         "query": query,
         "qs": urlencode({k: v for k, v in query.items() if v}),
         "form": form,
@@ -109,13 +108,6 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
     if request.htmx and request.htmx.target == "session-table":
         return render(request, "sessions_app/session_list.html#session-table", context)
     return render(request, "sessions_app/session_list.html", context)
-
-
-def _when(session: Session) -> dict[str, str]:
-    modified = ""
-    if session.modified_ms:
-        modified = datetime.fromtimestamp(session.modified_ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M")
-    return {"created": session.created[:16].replace("T", " "), "modified": modified}
 
 
 @require_POST
@@ -331,31 +323,6 @@ def _place_params(request: HtmxHttpRequest) -> dict[str, Any]:
     return forms.PlaceForm(request.GET).place()
 
 
-def forked_from(request: HtmxHttpRequest, reader: Reader) -> Session | None:
-    """The session this one was forked from, if the reader may open it: never for a share link's
-    visitor, and nothing at all (not even that there is one) for a user who may not see it."""
-    source_id = reader.session.parent_session_id
-    if source_id is None or reader.share is not None:
-        return None
-    source = Session.objects.filter(pk=source_id).only("public_id").first()
-    if source is None:
-        return None
-    try:
-        return selectors.session_get_for_user(user=request.user, public_id=source.public_id)
-    except SessionNotFound:
-        return None
-
-
-def title_context(request: HtmxHttpRequest, reader: Reader) -> dict[str, Any]:
-    """What the page's header (partial session-title) draws."""
-    return {
-        "session": reader.session,
-        "can": reader.can,
-        "when": _when(reader.session),
-        "forked_from": forked_from(request, reader),
-    }
-
-
 def detail_context(request: HtmxHttpRequest, reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
     session = reader.session
     place = reader.place(params)
@@ -397,7 +364,7 @@ def detail_context(request: HtmxHttpRequest, reader: Reader, params: dict[str, A
         "self_url": reader.url(leaf=leaf_id, target=target_id, filter=params["mode"]),
         "base_url": reader.base,
         "labels_used": sorted(set(data.labels.values())),
-        **title_context(request, reader),
+        **header.title_context(request, reader),
     }
 
 
@@ -686,7 +653,7 @@ def session_rename(request: HtmxHttpRequest, session: Session) -> HttpResponse:
         session.refresh_from_db()
         if not request.htmx:
             return redirect(page_url(session))
-    context = {**title_context(request, user_reader(request, session)), "rename_form": form, "oob_title": True}
+    context = {**header.title_context(request, user_reader(request, session)), "rename_form": form, "oob_title": True}
     status = 200 if form.is_valid() else forms.FORM_ERRORS
     if not request.htmx:  # a plain form with errors: the page again, the form open
         context = {**detail_context(request, user_reader(request, session), forms.PlaceForm({}).place()), **context}
