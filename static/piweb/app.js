@@ -240,7 +240,11 @@
       if (!live.follow) refreshComposer();  // an action of ours brings its own composer
       if (live.follow || ex.hasAttribute("data-following")) {
         live.follow = false;
-        loadLeaf(leaf);
+        // The session's leaf as it is when the page is drawn, not the one this frame named: the
+        // page's data-seq then matches what it shows, so a reply that lands while it loads still
+        // brings a frame with a newer seq (a named, older leaf would leave the page off the leaf
+        // with an up-to-date seq, and nothing would reload it).
+        loadLeaf("");
         return;
       }
       ex.dataset.seq = seq;
