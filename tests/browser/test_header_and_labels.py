@@ -80,6 +80,13 @@ def test_label_rename_count_compaction_and_fork(login, server, viewport):
     page.fill("#composer-text", "Short one please")
     page.click("#chat-composer [data-action=send]")
     wait_until(page, "document.querySelector('[data-message-count]').textContent === '4 messages'", timeout=30)
+    page.wait_for_selector("#chat-streaming article", state="detached")
+    settled = (
+        "document.querySelectorAll('#conversation .m-assistant').length === 2"
+        " && document.getElementById('explorer').dataset.seq"
+        " === document.getElementById('session-live').dataset.seq"
+    )
+    wait_until(page, settled)  # the explorer has followed the reply: the menus below stay open
 
     # A fork links back to where it came from.
     message_actions(page, f"#e-{answer.entry_id}")
@@ -96,6 +103,13 @@ def test_label_rename_count_compaction_and_fork(login, server, viewport):
     open_session(dark, server, s)
     dark.wait_for_selector(f"#e-{answer.entry_id} .badge")
     shot(dark, "labelled-dark")
+    dark.click("#session-title summary[data-action=rename]")
+    dark.fill("#session-title input[name=name]", "Renamed in the dark")
+    dark.click("#session-title form button.primary")
+    dark.wait_for_selector("#session-title h1.title:has-text('Renamed in the dark')")
+    dark.wait_for_selector("#conversation .rename-note:has-text('Renamed to “Renamed in the dark”')")  # live
+    assert dark.locator(".off-leaf-note").count() == 0
+    shot(dark, "renamed-dark")
     dark.goto(f"{server}/sessions/{fork.public_id}/")
     dark.wait_for_selector(".fork-note a")
     shot(dark, "fork-header-dark")
