@@ -13,7 +13,10 @@ api.add_router("/sessions", "sessions_app.web.api.router")
 
 @api.exception_handler(SessionsError)
 def sessions_error(request: HttpRequest, exc: SessionsError) -> HttpResponse:
+    """ErrorOut; a rejected import's problems go in "errors" (ImportErrorOut), each listed once."""
     body = exc.as_dict()
     if isinstance(exc, ImportRejected):
-        body["errors"] = exc.extra.get("errors", [])
+        extra = dict(exc.extra)
+        body["errors"] = extra.pop("errors", [])
+        body["extra"] = extra
     return api.create_response(request, body, status=exc.status)

@@ -23,7 +23,7 @@ from pygments.lexers import get_lexer_by_name  # type: ignore[import-untyped]
 from pygments.util import ClassNotFound  # type: ignore[import-untyped]
 
 from sessions_app.core import jsjson
-from sessions_app.core.tree import content_text, editor_text
+from sessions_app.core.tree import content_text, editor_text, js_trim
 
 TRUNCATE_CHARS = 2000
 TRUNCATE_LINES = 40
@@ -156,7 +156,7 @@ class Shown:
     """One path entry ready for the conversation template."""
 
     id: str
-    kind: str  # user, assistant, tool, bash, custom, compaction, branch_summary, marker, hidden
+    kind: str  # user, assistant, tool, bash, custom, compaction, branch_summary, marker, rename, hidden
     title: str = ""
     blocks: list[Block] = field(default_factory=list)
     meta: str = ""
@@ -294,9 +294,11 @@ def shown_entry(raw: str, entry_id: str) -> Shown:
     if kind == "thinking_level_change":
         return Shown(entry_id, "marker", f"Thinking: {data.get('thinkingLevel')}")
     if kind == "session_info":
-        return Shown(entry_id, "marker", f"Renamed: {data.get('name') or ''}")
+        # Bookkeeping: a small note, not a card. pi trims the name; an empty one clears it.
+        name = js_trim(data["name"]) if isinstance(data.get("name"), str) else ""
+        return Shown(entry_id, "rename", f"Renamed to “{name}”" if name else "Name cleared")
     if kind == "label":
-        return Shown(entry_id, "marker", f"Label {data.get('label') or '(cleared)'} on {data.get('targetId')}")
+        return Shown(entry_id, "hidden")  # bookkeeping: shown as a chip on its target instead
     return Shown(entry_id, "marker", f"[{kind}]")
 
 

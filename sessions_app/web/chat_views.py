@@ -89,6 +89,9 @@ def composer_context(session: Session, *, draft: str = "") -> dict[str, Any]:
 
 
 def render_composer(request: HttpRequest, session: Session, *, draft: str = "") -> str:
+    """The composer for the session as it is now: a command has just moved its leaf, so the model
+    and thinking pickers are read at the new leaf, not at the one the request started with."""
+    session.refresh_from_db()
     return render_to_string("sessions_app/chat/composer.html", composer_context(session, draft=draft), request)
 
 

@@ -8,6 +8,19 @@ from django import forms
 
 from sessions_app.core.piformat import MAX_ID_CHARS
 from sessions_app.core.treeview import FILTERS
+from sessions_app.errors import SessionsError
+
+# A form that did not validate comes back with its errors, swapped in place of the form (htmx
+# swaps a 422: templates/base.html) or as the whole page again.
+FORM_ERRORS = 422
+
+
+def add_service_error(form: forms.Form, exc: SessionsError) -> None:
+    """A service's refusal (MemberError, SessionConflict...) shown on the form: on the field it names
+    (its extra["field"]) when the form has that field, else above the form."""
+    field = exc.extra.get("field")
+    form.errors  # noqa: B018 - validates the form first: add_error needs its cleaned_data
+    form.add_error(field if isinstance(field, str) and field in form.fields else None, exc.message)
 
 
 def entry_id_field(*, required: bool = True) -> forms.CharField:
@@ -71,7 +84,7 @@ class LabelForm(EntryForm):
 
 
 class RenameForm(forms.Form):
-    name = forms.CharField(max_length=500, strip=True)
+    name = forms.CharField(max_length=500, strip=True, error_messages={"required": "A name is required."})
 
 
 class ComposerForm(forms.Form):

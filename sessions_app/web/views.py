@@ -10,7 +10,6 @@ import base64
 import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Concatenate, ParamSpec
 from urllib.parse import urlencode
 
@@ -43,7 +42,7 @@ from sessions_app.models import Session, ShareLink
 from sessions_app.render import markup
 from sessions_app.store import explorer, selectors, services, shares
 from sessions_app.store.importing import background
-from sessions_app.web import chat_views, exports, forms
+from sessions_app.web import chat_views, exports, forms, header
 
 P = ParamSpec("P")
 
@@ -97,7 +96,7 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
     labels = explorer.labels_by_session(list(page.object_list))
     context = {
         "page": page,
-        "rows": [(s, labels.get(s.pk, []), _when(s)) for s in page.object_list],
+        "rows": [(s, labels.get(s.pk, []), header.when_shown(s)) for s in page.object_list],
         "query": query,
         "qs": urlencode({k: v for k, v in query.items() if v}),
         "form": form,
@@ -109,13 +108,6 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
     if request.htmx and request.htmx.target == "session-table":
         return render(request, "sessions_app/session_list.html#session-table", context)
     return render(request, "sessions_app/session_list.html", context)
-
-
-def _when(session: Session) -> dict[str, str]:
-    modified = ""
-    if session.modified_ms:
-        modified = datetime.fromtimestamp(session.modified_ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M")
-    return {"created": session.created[:16].replace("T", " "), "modified": modified}
 
 
 @require_POST
@@ -274,9 +266,10 @@ class Presenter:
         view_leaf: str | None,
         focus: str | None,
         mode: str,
+        current: str | None,
     ) -> None:
         self.reader, self.session, self.rows, self.labels, self.on_path = reader, reader.session, rows, labels, on_path
-        self.view_leaf, self.focus, self.mode = view_leaf, focus, mode
+        self.view_leaf, self.focus, self.mode, self.current = view_leaf, focus, mode, current
 
     def open_url(self, node: str) -> str:
         if node in self.on_path and self.view_leaf:
@@ -293,7 +286,7 @@ class Presenter:
             "icon": icon,
             "label": self.labels.get(node_id),
             "on_path": node_id in self.on_path,
-            "current": node_id == self.session.leaf_id,
+            "current": node_id == self.current,
             "focus": node_id == self.focus,
             "url": self.open_url(node_id),
             "type": row.type,
@@ -345,6 +338,7 @@ def detail_context(request: HtmxHttpRequest, reader: Reader, params: dict[str, A
         view_leaf=leaf_id,
         focus=target_id,
         mode=params["mode"],
+        current=place.session_leaf,
     )
     shown = markup.shown_path(data.conversation)
     return {
@@ -360,8 +354,8 @@ def detail_context(request: HtmxHttpRequest, reader: Reader, params: dict[str, A
         "tree_items": pres.items(data.tree.items),
         "tree_roots": [pres.branch(b, 1) for b in data.tree.roots],
         "results": [pres.node(r.id) for r in data.tree.results],
-        "shown": _decorate(reader, shown, data.siblings, data.labels, leaf_id, params["mode"]),
-        "following": leaf_id == session.leaf_id,
+        "shown": _decorate(reader, shown, data.siblings, data.labels, leaf_id, params["mode"], place.session_leaf),
+        "following": leaf_id == place.session_leaf,
         "more_above": data.conv_more_above,
         "first_id": data.conversation[0].entry_id if data.conversation else None,
         "more_below_url": reader.url(leaf=leaf_id, target=data.conv_more_below, filter=params["mode"])
@@ -371,7 +365,7 @@ def detail_context(request: HtmxHttpRequest, reader: Reader, params: dict[str, A
         "self_url": reader.url(leaf=leaf_id, target=target_id, filter=params["mode"]),
         "base_url": reader.base,
         "labels_used": sorted(set(data.labels.values())),
-        "when": _when(session),
+        **header.title_context(request, reader),
     }
 
 
@@ -380,11 +374,11 @@ def _can(request: HtmxHttpRequest, session: Session) -> dict[str, bool]:
     return dict.fromkeys(permissions.session_capabilities(request.user, session), True)
 
 
-def _leaf_path(reader: Reader, view_leaf: str | None) -> set[str] | None:
-    """Entry ids on the session's leaf path; None when the viewer is reading that path anyway, or
-    may not move the leaf (a share link's visitor)."""
+def _leaf_path(reader: Reader, view_leaf: str | None, session_leaf: str | None) -> set[str] | None:
+    """Entry ids on the session's leaf path; None when the viewer is reading that path anyway (the
+    session's leaf as read: session_leaf), or may not move the leaf (a share link's visitor)."""
     session = reader.session
-    if view_leaf == session.leaf_id or session.leaf_id is None or not reader.can.get("branch"):
+    if view_leaf in (session.leaf_id, session_leaf) or session.leaf_id is None or not reader.can.get("branch"):
         return None
     return {n.id for n in selectors.path_nodes(session=session, leaf_id=session.leaf_id)}
 
@@ -396,8 +390,9 @@ def _decorate(
     labels: dict[str, str],
     leaf_id: str | None,
     mode: str,
+    session_leaf: str | None,
 ) -> list[dict[str, Any]]:
-    leaf_path = _leaf_path(reader, leaf_id)
+    leaf_path = _leaf_path(reader, leaf_id, session_leaf)
     out = []
     for s in shown:
         sib = sibs.get(s.id)
@@ -409,7 +404,7 @@ def _decorate(
                 "sib": sib,
                 "prev_url": reader.url(target=sib.prev, filter=mode) if sib and sib.prev else None,
                 "next_url": reader.url(target=sib.next, filter=mode) if sib and sib.next else None,
-                "current": s.id == reader.session.leaf_id,
+                "current": s.id == session_leaf,
                 "off_path": leaf_path is not None and s.id not in leaf_path,
             }
         )
@@ -445,8 +440,10 @@ def gap_response(request: HtmxHttpRequest, reader: Reader) -> HttpResponse:
     leaf = d.get("leaf") or None
     if leaf is not None:
         reader.check(leaf)
+    current = explorer.reading_leaf(reader.session)
     items, rows, on_path = explorer.gap_panel(
         reader.session,
+        current=current,
         node_id=d["node"],
         up=d["up"],
         depth=d.get("d") or 0,
@@ -455,7 +452,16 @@ def gap_response(request: HtmxHttpRequest, reader: Reader) -> HttpResponse:
         scope=reader.scope,
     )
     labels = selectors.labels(session=reader.session, within=reader.scope)
-    pres = Presenter(reader, rows=rows, labels=labels, on_path=on_path, view_leaf=leaf, focus=None, mode=mode)
+    pres = Presenter(
+        reader,
+        rows=rows,
+        labels=labels,
+        on_path=on_path,
+        view_leaf=leaf,
+        focus=None,
+        mode=mode,
+        current=current,
+    )
     return render(request, "sessions_app/partials/tree_items.html", _tree_ctx(reader, pres.items(items), mode, d))
 
 
@@ -466,11 +472,21 @@ def branch_response(request: HtmxHttpRequest, reader: Reader) -> HttpResponse:
     d = form.cleaned_data
     mode = d.get("filter") or "default"
     reader.entry_row(d["node"])
+    current = explorer.reading_leaf(reader.session)
     items, rows = explorer.branch_panel(
-        reader.session, node_id=d["node"], depth=d.get("d") or 1, mode=mode, scope=reader.scope
+        reader.session, node_id=d["node"], depth=d.get("d") or 1, mode=mode, current=current, scope=reader.scope
     )
     labels = selectors.labels(session=reader.session, within=reader.scope)
-    pres = Presenter(reader, rows=rows, labels=labels, on_path=set(), view_leaf=None, focus=None, mode=mode)
+    pres = Presenter(
+        reader,
+        rows=rows,
+        labels=labels,
+        on_path=set(),
+        view_leaf=None,
+        focus=None,
+        mode=mode,
+        current=current,
+    )
     return render(request, "sessions_app/partials/tree_items.html", _tree_ctx(reader, pres.items(items), mode, d))
 
 
@@ -497,7 +513,7 @@ def earlier_response(request: HtmxHttpRequest, reader: Reader) -> HttpResponse:
         "session": session,
         "can": reader.can,
         "share_token": reader.token,
-        "shown": _decorate(reader, shown, sibs, labels, leaf, "default"),
+        "shown": _decorate(reader, shown, sibs, labels, leaf, "default", explorer.reading_leaf(session)),
         "more_above": more,
         "first_id": entries[0].entry_id if entries else None,
         "leaf_id": leaf,
@@ -630,11 +646,21 @@ def entry_append(request: HtmxHttpRequest, session: Session) -> HttpResponse:
 @require_POST
 @session_action("manage")
 def session_rename(request: HtmxHttpRequest, session: Session) -> HttpResponse:
+    """The header's rename form: htmx swaps the header (partial session-title) with the new name and
+    the form closed, or with the form open and its errors; a plain form goes back to the page."""
     form = forms.RenameForm(request.POST)
-    if not form.is_valid():
-        return HttpResponseBadRequest("A name is required.")
-    services.session_rename(session=session, name=form.cleaned_data["name"], author=_request_user(request))
-    return _go(request, request.POST.get("next") or page_url(session))
+    if form.is_valid():
+        services.session_rename(session=session, name=form.cleaned_data["name"], author=_request_user(request))
+        session.refresh_from_db()
+        if not request.htmx:
+            return redirect(page_url(session))
+    context = {**header.title_context(request, user_reader(request, session)), "rename_form": form, "oob_title": True}
+    status = 200 if form.is_valid() else forms.FORM_ERRORS
+    if not request.htmx:  # a plain form with errors: the page again, the form open
+        context = {**detail_context(request, user_reader(request, session), forms.PlaceForm({}).place()), **context}
+        context.update(chat_views.composer_context(session, draft=context["draft"]), oob_title=False)
+        return render(request, "sessions_app/session_detail.html", context, status=status)
+    return render(request, "sessions_app/session_detail.html#session-title", context, status=status)
 
 
 @require_http_methods(["GET", "POST"])

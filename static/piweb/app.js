@@ -7,13 +7,14 @@
   try { saved = localStorage.getItem("piweb-theme"); } catch (e) { /* private mode */ }
   root.dataset.theme = saved || (window.matchMedia && matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light");
 
-  function toast(text) {
+  function toast(text, bad) {
     var t = document.getElementById("toast");
     if (!t) return;
     t.textContent = text;
     t.classList.add("show");
+    t.classList.toggle("bad", !!bad);
     clearTimeout(t._timer);
-    t._timer = setTimeout(function () { t.classList.remove("show"); }, 1600);
+    t._timer = setTimeout(function () { t.classList.remove("show"); }, bad ? 6000 : 1600);  // an error stays to be read
   }
 
   // --- tree ------------------------------------------------------------------------------------
@@ -219,7 +220,16 @@
     if (!form || !ta || ta.value || form.contains(document.activeElement) || !window.htmx) return;
     htmx.ajax("GET", chatDock().dataset.url, { target: "#chat-composer", select: "#chat-composer", swap: "outerHTML" });
   }
+  function showCount() {
+    // The header's message count follows the session (#session-live's data-count, from the socket).
+    var state = document.getElementById("session-live"), out = document.querySelector("[data-message-count]");
+    var n = state && state.dataset.count;
+    if (!out || n === undefined || n === "") return;
+    var text = n + (n === "1" ? " message" : " messages");
+    if (out.textContent !== text) out.textContent = text;
+  }
   function onLive() {
+    showCount();
     if (live.timer) return;  // one refresh per burst; stream deltas must not postpone it
     live.timer = setTimeout(function () {
       live.timer = null;
@@ -231,7 +241,11 @@
       if (!live.follow) refreshComposer();  // an action of ours brings its own composer
       if (live.follow || ex.hasAttribute("data-following")) {
         live.follow = false;
-        loadLeaf(leaf);
+        // The session's leaf as it is when the page is drawn, not the one this frame named: the
+        // page's data-seq then matches what it shows, so a reply that lands while it loads still
+        // brings a frame with a newer seq (a named, older leaf would leave the page off the leaf
+        // with an up-to-date seq, and nothing would reload it).
+        loadLeaf("");
         return;
       }
       ex.dataset.seq = seq;
@@ -279,11 +293,13 @@
     // allows no eval).
     if (elt && elt.hasAttribute && elt.hasAttribute("data-remove-after-request") && ev.detail.successful) elt.remove();
     var det = elt && elt.closest && elt.closest("details.chat-edit, details.chat-nav, details.chat-compact");
-    if (det && ev.detail.successful) det.open = false;
+    // A popover closes once its command went through; compaction's also when it failed (the
+    // error shows in a toast: htmx:responseError), since there is nothing in it to correct.
+    if (det && (ev.detail.successful || det.classList.contains("chat-compact"))) det.open = false;
   });
   document.addEventListener("htmx:responseError", function (ev) {
     var xhr = ev.detail && ev.detail.xhr;
-    toast((xhr && xhr.responseText ? xhr.responseText : "The request failed").slice(0, 200));
+    toast((xhr && xhr.responseText ? xhr.responseText : "The request failed").slice(0, 200), true);
   });
   document.addEventListener("click", function (ev) {
     var jump = ev.target.closest && ev.target.closest("#chat-notice [data-jump-leaf]");
