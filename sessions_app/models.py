@@ -38,6 +38,10 @@ class Session(models.Model):
     source_sha256 = models.CharField(max_length=64, blank=True, default="")
     import_report = models.JSONField(default=list, blank=True)  # lines skipped by a partial import
     deleting = models.BooleanField(default=False)  # lets the delete service past the entry trigger
+    # True while an import stages rows in this session (store/importing/pipeline.py): no reader
+    # or other writer sees it (VISIBLE) until the import publishes it, or deletes it whole.
+    # NULL once published (nullable without default: SQLite adds the column in place).
+    staging = models.BooleanField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -47,6 +51,13 @@ class Session(models.Model):
 
     def __str__(self) -> str:
         return self.name or self.first_message[:60] or self.public_id
+
+
+# The sessions readers and writers may see: every query of sessions starts from it (or, for one
+# session, from permissions.session_access). Not one being deleted, nor an import's staging.
+VISIBLE = models.Q(deleting=False, staging__isnull=True)
+# Columns that may be large: lists never load them (the export and the import read them).
+BIG_COLUMNS = ("extra_headers", "import_report", "header_raw")
 
 
 class Entry(models.Model):
