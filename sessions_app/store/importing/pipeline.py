@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -99,7 +100,7 @@ def session_import(
     progress: Callable[[int], None] | None = None,
     builder: Builder = "auto",
     run: Callable[..., worker_client.WorkerRun] = worker_client.WorkerRun,
-    retry: bool = True,
+    in_place: bool = False,
 ) -> ImportResult:
     """Import a pi session file (its bytes, or a filesource.Source of the file); importing it
     again adds only the lines not stored yet.
@@ -108,7 +109,8 @@ def session_import(
     numbers, and nothing is stored). With partial=True the sound part is imported and the skipped
     lines are reported. builder: where rows are built ("auto": a forked child for a new file of
     at least PIWEB_IMPORT_WORKER_MIN_BYTES, where fork is available); run starts that child.
-    retry: start again once if the stored session changed meanwhile."""
+    in_place: one transaction, the stored session locked throughout (what a re-import falls back
+    to when the session changed while it was staged: writers of that session then wait for it)."""
     source = as_source(data)
     limits = import_limits()
     if source.size > limits.max_file_bytes:
@@ -117,19 +119,59 @@ def session_import(
     if problem is not None:
         _reject([problem])
     assert header is not None
-    stage = _open_stage(owner, header)
     again: dict[str, Any] = {
         "owner": owner, "data": source, "source_path": source_path, "partial": partial, "progress": progress,
         "run": run,
     }  # fmt: skip
+    if in_place:
+        try:
+            with transaction.atomic():
+                stage = _open_stage(owner, header, in_place=True)
+                return _import(stage, source, header, owner=owner, source_path=source_path, partial=partial,
+                               progress=progress, builder=builder, run=run)  # fmt: skip
+        except _Raced:
+            return session_import(**again, builder=builder)
     try:
-        start, grown = _where_to_read(None if stage.created else stage.session, source, header)
-        use_worker = builder == "worker" or (builder == "auto" and stage.created and _worker_worthwhile(source))
-        with checkpoint.deferred(source.size):
-            summary, digest, built_by, file_hash = _build_and_write(
-                stage, source, start, owner=owner, use_worker=use_worker, run=run,
-                all_lines=not stage.created and not grown, progress=progress,
-            )  # fmt: skip
+        stage = _open_stage(owner, header)
+    except _Raced:
+        return session_import(**again, builder=builder)
+    try:
+        return _import(stage, source, header, owner=owner, source_path=source_path, partial=partial,
+                       progress=progress, builder=builder, run=run)  # fmt: skip
+    except _WorkerFailed as failed:
+        _discard(stage)
+        log.info("import of %s: rows built in process instead (%s)", header.obj["id"], failed.reason)
+        if progress is not None and failed.reported:
+            progress(-failed.reported)  # the bytes are read and reported again
+        return session_import(**again, builder="process")
+    except _Changed:
+        _discard(stage)
+        return session_import(**again, builder=builder, in_place=True)
+    except BaseException:
+        _discard(stage)
+        raise
+
+
+def _import(
+    stage: _Stage,
+    source: Source,
+    header: Header,
+    *,
+    owner: User,
+    source_path: str,
+    partial: bool,
+    progress: Callable[[int], None] | None,
+    builder: Builder,
+    run: Callable[..., worker_client.WorkerRun],
+) -> ImportResult:
+    """Steps 3-6 for an open stage."""
+    start, grown = _where_to_read(None if stage.created else stage.session, source, header)
+    use_worker = builder == "worker" or (builder == "auto" and stage.created and _worker_worthwhile(source))
+    with checkpoint.deferred(source.size):
+        summary, digest, built_by, file_hash = _build_and_write(
+            stage, source, start, owner=owner, use_worker=use_worker, run=run,
+            all_lines=not stage.created and not grown, progress=progress,
+        )  # fmt: skip
         if summary.refused or (summary.problems and not partial):
             _reject(summary.problems, summary.more_problems)
         session = stage.session
@@ -147,22 +189,6 @@ def session_import(
             for name in ("name", "message_count", "first_message", "modified_ms"):
                 setattr(session, name, getattr(summary.listing, name))
         _publish(stage, owner=owner, source=source, source_path=source_path, added=summary.placed, sha256=file_hash)
-    except _WorkerFailed as failed:
-        _discard(stage)
-        log.info("import of %s: rows built in process instead (%s)", header.obj["id"], failed.reason)
-        if progress is not None and failed.reported:
-            progress(-failed.reported)  # the bytes are read and reported again
-        return session_import(**again, builder="process", retry=retry)
-    except _Changed:
-        _discard(stage)
-        if not retry:
-            raise SessionConflict(
-                f"session {header.obj['id']} changed while the file was imported; import it again"
-            ) from None
-        return session_import(**again, builder=builder, retry=False)
-    except BaseException:
-        _discard(stage)
-        raise
     _discard(stage, published=True)
     return ImportResult(
         stage.session, stage.created, summary.placed, summary.problems, header.version, built_by, summary.private_mb
@@ -222,11 +248,15 @@ class _Stage:
     created: bool
     rows_pk: int | None  # the staging session the rows are written to (a re-import's: made at its first batch)
     expected: tuple[int, str | None]  # the stored session's (last_seq, entries_digest) when the import began
-    published: bool = False
+    in_place: bool = False  # rows go straight into the stored session, locked, in one transaction
 
 
 class _Changed(Exception):
     """The stored session changed while its file was imported."""
+
+
+class _Raced(Exception):
+    """Another import of the same new file began at the same moment (or, in place, is staging)."""
 
 
 class _WorkerFailed(Exception):
@@ -240,29 +270,42 @@ def _being_imported(public_id: str) -> SessionConflict:
     return SessionConflict(f"session {public_id} is being imported; import it again once that import is done")
 
 
-def _open_stage(owner: User, header: Header) -> _Stage:
-    """Step 2, in one short transaction."""
+def _open_stage(owner: User, header: Header, *, in_place: bool = False) -> _Stage:
+    """Step 2, in one short transaction (in_place: in the caller's). Another import of the same
+    file staging it meanwhile is waited for, then imported into; one that stopped is discarded."""
     public_id = header.obj["id"]
-    with transaction.atomic():
-        existing = Session.objects.select_for_update(no_key=True).filter(public_id=public_id).first()
-        if existing is not None and existing.staging:
-            stale = timezone.now() - timedelta(seconds=settings.PIWEB_IMPORT_STALE_SECONDS)
-            if existing.updated_at >= stale:
-                raise _being_imported(public_id)
-            services.staging_discard(session_pk=existing.pk)  # an import that stopped
-            existing = None
-        if existing is not None:
-            _require_reimport(owner, existing)
-            return _Stage(existing, False, None, (existing.last_seq, existing.entries_digest))
-        session = _new_session(owner, header)
-        try:
-            with transaction.atomic():
-                session.save(force_insert=True)
-        except IntegrityError:
-            if not Session.objects.filter(public_id=public_id).exists():
-                raise
-            raise _being_imported(public_id) from None  # another import of the file began meanwhile
-        return _Stage(session, True, session.pk, (0, None))
+    while True:
+        with transaction.atomic():
+            existing = Session.objects.select_for_update(no_key=True).filter(public_id=public_id).first()
+            if existing is not None and existing.staging:
+                stale = timezone.now() - timedelta(seconds=settings.PIWEB_IMPORT_STALE_SECONDS)
+                if existing.updated_at < stale:
+                    services.staging_discard(session_pk=existing.pk)  # an import that stopped
+                    existing = None
+            if existing is None or not existing.staging:
+                return _stage_in(owner, header, existing, in_place=in_place)
+            if in_place:
+                raise _Raced()  # waited for outside the caller's transaction
+        time.sleep(WAIT_S)  # (outside the transaction: the other import writes meanwhile)
+
+
+WAIT_S = 0.05  # between two looks at another import of the same file
+
+
+def _stage_in(owner: User, header: Header, existing: Session | None, *, in_place: bool) -> _Stage:
+    if existing is not None:
+        _require_reimport(owner, existing)
+        expected = (existing.last_seq, existing.entries_digest)
+        return _Stage(existing, False, existing.pk if in_place else None, expected, in_place)
+    session = _new_session(owner, header)
+    try:
+        with transaction.atomic():
+            session.save(force_insert=True)
+    except IntegrityError:
+        if not Session.objects.filter(public_id=session.public_id).exists():
+            raise
+        raise _Raced() from None  # another import of the file began meanwhile: wait for it
+    return _Stage(session, True, session.pk, (0, None), in_place)
 
 
 def _sibling(stage: _Stage) -> int:
@@ -280,7 +323,7 @@ def _sibling(stage: _Stage) -> int:
 def _discard(stage: _Stage, *, published: bool = False) -> None:
     """The staging session goes, whole: after a failure, or a re-import's sibling once its rows
     are copied. (A new session's, once published, is the session itself.)"""
-    if stage.rows_pk is None or (published and stage.created):
+    if stage.rows_pk is None or stage.in_place or (published and stage.created):
         return
     try:
         services.staging_discard(session_pk=stage.rows_pk)
@@ -322,11 +365,10 @@ def _publish(stage: _Stage, *, owner: User, source: Source, source_path: str, ad
                 raise SessionConflict(f"session {session.public_id} was deleted while the file was imported")
             if tuple(found) != stage.expected:
                 raise _Changed()
-            if stage.rows_pk is not None:
+            if stage.rows_pk is not None and not stage.in_place:
                 with connection.cursor() as cursor:
                     cursor.execute(_COPY, [session.pk, stage.rows_pk])
             session.save(update_fields=_IMPORT_FIELDS)
-        stage.published = True
         _finish(session, owner=owner, size=source.size, source_path=source_path, created=stage.created, added=added)
 
 
