@@ -599,7 +599,8 @@ _janitor: asyncio.Task[Any] | None = None
 
 
 def ensure_janitor() -> None:
-    """Start (once per event loop) the periodic sweep: stale turns, presence heartbeats."""
+    """Start (once per event loop) the periodic sweep: stale turns, stopped imports' staging
+    sessions, presence heartbeats."""
     global _janitor
     if not settings.PIWEB_JANITOR:
         return
@@ -616,6 +617,7 @@ async def _janitor_loop() -> None:
     while True:
         try:
             await database_sync_to_async(recover_stale_turns)()
+            await database_sync_to_async(services.staging_discard_stale)()  # imports that stopped
             if not first:
                 await database_sync_to_async(presence.heartbeat)()
         except Exception:  # pragma: no cover
