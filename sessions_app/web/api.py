@@ -14,7 +14,7 @@ from ninja import Body, File, Form, Router, Status, UploadedFile
 from sessions_app.access import audit, teams
 from sessions_app.access.permissions import Capability
 from sessions_app.errors import InvalidEntry
-from sessions_app.models import Session
+from sessions_app.models import BIG_COLUMNS, Session
 from sessions_app.store import selectors, services, shares
 from sessions_app.store.importing import background, pipeline
 from sessions_app.web import exports
@@ -49,7 +49,11 @@ def _user(request: HttpRequest) -> User:
 
 @router.get("", response=list[SessionOut], url_name="session_list")
 def session_list(request: HttpRequest) -> list[SessionOut]:
-    sessions = selectors.session_list_for_user(user=request.user).select_related("parent_session")
+    sessions = (
+        selectors.session_list_for_user(user=request.user)
+        .select_related("parent_session")
+        .defer(*(f"parent_session__{name}" for name in BIG_COLUMNS))
+    )
     return [SessionOut.of(s) for s in sessions]
 
 
