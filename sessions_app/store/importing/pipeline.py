@@ -85,6 +85,8 @@ def import_limits() -> piformat.Limits:
         max_line_bytes=settings.PIWEB_IMPORT_MAX_LINE_BYTES,
         max_file_bytes=settings.PIWEB_IMPORT_MAX_FILE_BYTES,
         max_depth=settings.PIWEB_IMPORT_MAX_DEPTH,
+        max_extra_bytes=settings.PIWEB_IMPORT_MAX_EXTRA_BYTES,
+        max_legacy_bytes=settings.PIWEB_IMPORT_MAX_LEGACY_BYTES,
     )
 
 
