@@ -25,12 +25,16 @@ _LAZY = "_piweb_body_size"
 
 
 class BodyQueue(asyncio.Queue[dict[str, Any]]):
-    """One request's input queue whose body chunks are read from the request's file on get()."""
+    """One request's input queue whose body chunks are read from the request's file on get(),
+    up to COALESCE bytes at a time (daphne queues 8 KiB chunks), yielding to the event loop after
+    each: Django's ASGI handler reads a body in a loop that would otherwise hold the loop (and
+    every other request) until the last byte of a 1 GB upload."""
 
     def __init__(self, content: Any) -> None:
         super().__init__()
         self._content = content
         self._offset = 0
+        self._next: dict[str, Any] | None = None  # a message taken early, to hand out next
 
     def put_nowait(self, item: dict[str, Any]) -> None:
         if item.get("type") == "http.request" and isinstance(item.get("body"), bytes):
@@ -39,12 +43,27 @@ class BodyQueue(asyncio.Queue[dict[str, Any]]):
         super().put_nowait(item)
 
     async def get(self) -> dict[str, Any]:
+        if self._next is not None:
+            item, self._next = self._next, None
+            return item
         item = await super().get()
         size = item.pop(_LAZY, None)
-        if size is not None:
-            item["body"] = os.pread(self._content.fileno(), size, self._offset) if size else b""
-            self._offset += size
+        if size is None:
+            return item
+        while item.get("more_body") and size < COALESCE and not self.empty():
+            following = self.get_nowait()
+            if _LAZY not in following:
+                self._next = following
+                break
+            size += following.pop(_LAZY)
+            item["more_body"] = following.get("more_body", False)
+        item["body"] = os.pread(self._content.fileno(), size, self._offset) if size else b""
+        self._offset += size
+        await asyncio.sleep(0)
         return item
+
+
+COALESCE = 1 << 20
 
 
 def _file_backed(protocol: Any) -> bool:

@@ -462,6 +462,7 @@ def _write(
     reported = 0
     raw_at = rows.COLUMNS.index("raw")
     vendor = connection.vendor
+    held = 0.0
     with gcpause.paused():
         for kind, payload in messages:
             if kind == "rows":
@@ -474,12 +475,15 @@ def _write(
                         row[raw_at] = lines[raw[0] : raw[1]]
                         size += raw[1] - raw[0]
                 digest = rows.hash_rows(key, payload, tree.chains, digest)
-                with transaction.atomic(), connection.cursor() as cursor:
-                    rows.insert_rows(cursor, payload, vendor=vendor, raw_bytes=True)
-                    cursor.execute(
-                        "UPDATE sessions_app_session SET updated_at = %s WHERE id = %s",
-                        [connection.ops.adapt_datetimefield_value(timezone.now()), pk],
-                    )
+                for at in range(0, len(payload), WRITE_ROWS):
+                    started = time.monotonic()
+                    with transaction.atomic(), connection.cursor() as cursor:
+                        rows.insert_rows(cursor, payload[at : at + WRITE_ROWS], vendor=vendor, raw_bytes=True)
+                        cursor.execute(
+                            "UPDATE sessions_app_session SET updated_at = %s WHERE id = %s",
+                            [connection.ops.adapt_datetimefield_value(timezone.now()), pk],
+                        )
+                    held = _make_way(held + time.monotonic() - started)
                 source.read(size)
             elif kind == "progress":
                 reported += payload
@@ -490,6 +494,22 @@ def _write(
             else:
                 return _WorkerFailed(str(payload), reported)
     return _WorkerFailed("the rows ended without a summary", reported)
+
+
+WRITE_ROWS = 1000  # rows per transaction
+# SQLite has one write lock, and a writer that finds it taken polls for it (its busy handler),
+# after its first ~0.3 s every 100 ms: after each YIELD_AFTER_S of holding the lock the import
+# lets it go for YIELD_S, so that any other writer gets it within about a second.
+YIELD_AFTER_S = 0.4
+YIELD_S = 0.11
+
+
+def _make_way(held: float) -> float:
+    """Time the lock was held since the last pause, after pausing if that is long enough."""
+    if connection.vendor != "sqlite" or connection.in_atomic_block or held < YIELD_AFTER_S:
+        return held if connection.vendor == "sqlite" else 0.0
+    time.sleep(YIELD_S)
+    return 0.0
 
 
 def _finish(session: Session, *, owner: User, size: int, source_path: str, created: bool, added: int) -> None:
