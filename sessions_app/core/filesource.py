@@ -7,7 +7,8 @@ the mapping and parsed, and every RELEASE_EVERY bytes the process lets go of the
 process's memory, and a later read of them faults them back in). A small file may come as bytes.
 
 What stays in memory is then bounded by the block, the batches of rows on their way to the
-database and what the import keeps per entry (its id, place and chain hash: ~0.5 KB).
+database and what the import keeps per entry (its id, place and chain hash: ~0.7 KB, at most
+PIWEB_IMPORT_MAX_ENTRIES entries).
 """
 
 from __future__ import annotations

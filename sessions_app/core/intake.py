@@ -93,6 +93,7 @@ class Intake:
     more_problems: int = 0  # problems past MAX_PROBLEMS, not kept
     extra_lines: list[tuple[int, str]] = field(default_factory=list)  # (seq of the entry before, line)
     max_extra_bytes: int | None = None  # the most extra_lines may hold; past it: FileRefused
+    max_entries: int | None = None  # the most new entries a file may hold; past it: FileRefused
     extra_bytes: int = 0
     reread: Callable[[int, int], bytes] | None = None  # the file's bytes at [start:end]
     leaf_id: str | None = None  # pi's leaf on load: the last entry line, once finish() has run
@@ -126,6 +127,9 @@ class Intake:
                 self.known += 1
                 self._last(entry_id)
             return None
+        if self.max_entries is not None and len(self._first) >= self.max_entries:
+            message = f"the file holds more than {self.max_entries} entries, the limit"
+            raise FileRefused(Problem(item.line, message, True))
         offset = item.offset
         if offset < 0:
             self._first[entry_id] = (item.line, item.source, item.start, item.end)

@@ -36,6 +36,8 @@ class Limits:
     max_extra_bytes: int = 1024 * 1024
     # v1/v2 files are migrated whole, in memory (v1 compactions point at lines by their index).
     max_legacy_bytes: int = 64 * 1024 * 1024
+    # An import keeps ~0.7 KB per entry (its id, place and chain hash): this bounds that memory.
+    max_entries: int = 500_000
 
 
 @dataclass(frozen=True, slots=True)

@@ -143,3 +143,12 @@ def test_an_old_format_file_over_its_bound_is_refused(alice, settings):
     assert "migrated whole" in caught.value.message or "migrated whole" in str(caught.value.extra["errors"])
     settings.PIWEB_IMPORT_MAX_LEGACY_BYTES = len(data)
     assert pipeline.session_import(owner=alice, data=data).added == 20
+
+
+def test_a_file_of_more_entries_than_the_bound_is_refused(alice, settings):
+    settings.PIWEB_IMPORT_MAX_ENTRIES = 10  # (what an import keeps per entry bounds its memory)
+    with pytest.raises(ImportTooLarge) as caught:
+        pipeline.session_import(owner=alice, data=jsonl(header(), *chain(11)), partial=True)
+    assert caught.value.extra["errors"] == [{"line": 12, "message": "the file holds more than 10 entries, the limit"}]
+    assert Session.objects.count() == 0
+    assert pipeline.session_import(owner=alice, data=jsonl(header(), *chain(10))).added == 10

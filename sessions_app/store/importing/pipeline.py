@@ -87,6 +87,7 @@ def import_limits() -> piformat.Limits:
         max_depth=settings.PIWEB_IMPORT_MAX_DEPTH,
         max_extra_bytes=settings.PIWEB_IMPORT_MAX_EXTRA_BYTES,
         max_legacy_bytes=settings.PIWEB_IMPORT_MAX_LEGACY_BYTES,
+        max_entries=settings.PIWEB_IMPORT_MAX_ENTRIES,
     )
 
 

@@ -73,7 +73,7 @@ def build(
     data = as_source(file)
     intake = Intake(
         first_seq=job.first_seq, stored=stored, listing=listing if listing is not None else Listing(),
-        max_extra_bytes=job.limits.max_extra_bytes, reread=data.block,
+        max_extra_bytes=job.limits.max_extra_bytes, max_entries=job.limits.max_entries, reread=data.block,
     )  # fmt: skip
     states: dict[int, Any] = {}
     rows: list[list[Any]] = []
