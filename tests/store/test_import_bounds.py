@@ -152,3 +152,14 @@ def test_a_file_of_more_entries_than_the_bound_is_refused(alice, settings):
     assert caught.value.extra["errors"] == [{"line": 12, "message": "the file holds more than 10 entries, the limit"}]
     assert Session.objects.count() == 0
     assert pipeline.session_import(owner=alice, data=jsonl(header(), *chain(10))).added == 10
+
+
+def test_the_bound_on_repeated_lines_holds_across_imports(alice, settings):
+    settings.PIWEB_IMPORT_MAX_EXTRA_BYTES = 1000
+    head = jsonl(header("grows"))
+    data = jsonl(header("grows"), *chain(2)) + head * (700 // len(head))
+    assert pipeline.session_import(owner=alice, data=data).added == 2
+    grown = data + jsonl(*chain(1, start=3, parent="e0000002")) + head * (700 // len(head))
+    with pytest.raises(ImportTooLarge):
+        pipeline.session_import(owner=alice, data=grown)
+    assert Session.objects.get().last_seq == 2

@@ -134,6 +134,8 @@ def session_import(
                                progress=progress, builder=builder, run=run)  # fmt: skip
         except _Raced:
             return session_import(**again, builder=builder)
+        except _WorkerFailed:
+            return session_import(**again, builder="process", in_place=True)
     try:
         stage = _open_stage(owner, header)
     except _Raced:
@@ -183,6 +185,7 @@ def _import(
         if stage.created or grown:
             # A changed file read whole again keeps the extra lines recorded the first time.
             session.extra_headers = session.extra_headers + [[at, raw] for at, raw in summary.extra_lines]
+            _require_extra_bytes(session.extra_headers)
         if summary.placed or stage.created:
             session.leaf_id = summary.leaf_id if summary.leaf_id is not None else session.leaf_id
         if summary.problems:
@@ -196,6 +199,14 @@ def _import(
     return ImportResult(
         stage.session, stage.created, summary.placed, summary.problems, header.version, built_by, summary.private_mb
     )
+
+
+def _require_extra_bytes(extra: list[list[Any]]) -> None:
+    """The bound on lines kept outside entries holds for the session's, whatever the imports."""
+    limit = settings.PIWEB_IMPORT_MAX_EXTRA_BYTES
+    if sum(len(raw.encode()) + 1 for _, raw in extra) > limit:
+        message = f"the lines stored outside entries (repeated header or entry lines) take more than {limit} bytes"
+        _reject([Problem(0, message + ", the limit, with those of the file's earlier imports", True)])
 
 
 def _more(count: int) -> list[dict[str, Any]]:
