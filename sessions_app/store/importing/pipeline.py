@@ -59,7 +59,7 @@ from sessions_app.core.filesource import Source, as_source
 from sessions_app.core.piformat import Header, Problem
 from sessions_app.errors import ImportRejected, ImportTooLarge, SessionConflict, SessionForbidden
 from sessions_app.models import VISIBLE, Session
-from sessions_app.store import checkpoint, rows, services
+from sessions_app.store import checkpoint, rows, services, writelock
 from sessions_app.store.importing import gcpause, worker, worker_client
 from sessions_app.store.services import chain_key
 from sessions_app.store.stored_tree import DbTree
@@ -510,16 +510,24 @@ def _write(
 
 WRITE_ROWS = 1000  # rows per transaction
 # SQLite has one write lock, and a writer that finds it taken polls for it (its busy handler),
-# after its first ~0.3 s every 100 ms: after each YIELD_AFTER_S of holding the lock the import
-# lets it go for YIELD_S, so that any other writer gets it within about a second.
-YIELD_AFTER_S = 0.4
+# after its first ~0.3 s every 100 ms. Between two transactions the import lets the lock go while
+# a thread of this process waits for it (store/writelock.py), up to YIELD_S; and, for writers of
+# other processes, for YIELD_S after each YIELD_AFTER_S it held the lock.
+YIELD_AFTER_S = 0.8
 YIELD_S = 0.11
 
 
 def _make_way(held: float) -> float:
-    """Time the lock was held since the last pause, after pausing if that is long enough."""
-    if connection.vendor != "sqlite" or connection.in_atomic_block or held < YIELD_AFTER_S:
-        return held if connection.vendor == "sqlite" else 0.0
+    """Time the lock was held since the last pause, after pausing if another writer may wait."""
+    if connection.vendor != "sqlite" or connection.in_atomic_block:
+        return 0.0
+    if writelock.waiting():
+        deadline = time.monotonic() + YIELD_S
+        while writelock.waiting() and time.monotonic() < deadline:
+            time.sleep(0.002)
+        return 0.0
+    if held < YIELD_AFTER_S:
+        return held
     time.sleep(YIELD_S)
     return 0.0
 
