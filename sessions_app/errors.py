@@ -88,6 +88,12 @@ class ImportRejected(SessionsError):
     """The file was refused; extra["errors"] lists every problem with its line number."""
 
 
+class ImportTooLarge(ImportRejected):
+    """Refused for a part over a size limit: the file, a line, what it stores outside entries."""
+
+    status = 413
+
+
 # --- 409: the state does not allow it --------------------------------------------------------------------
 
 

@@ -40,6 +40,10 @@ class Session(models.Model):
     # Readers skip a session so marked. It lets nothing past the entry trigger (migration 0007), and
     # piweb never commits it set (session_delete removes the row at once): verify_sessions reports it.
     deleting = models.BooleanField(default=False)
+    # True while an import stages rows in this session (store/importing/pipeline.py): no reader
+    # or other writer sees it (VISIBLE) until the import publishes it, or deletes it whole.
+    # NULL once published (nullable without default: SQLite adds the column in place).
+    staging = models.BooleanField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -49,6 +53,13 @@ class Session(models.Model):
 
     def __str__(self) -> str:
         return self.name or self.first_message[:60] or self.public_id
+
+
+# The sessions readers and writers may see: every query of sessions starts from it (or, for one
+# session, from permissions.session_access). Not one being deleted, nor an import's staging.
+VISIBLE = models.Q(deleting=False, staging__isnull=True)
+# Columns that may be large: lists never load them (the export and the import read them).
+BIG_COLUMNS = ("extra_headers", "import_report", "header_raw")
 
 
 class Entry(models.Model):

@@ -16,7 +16,7 @@ from sessions_app.core import context as ctx
 from sessions_app.core import jsjson
 from sessions_app.core.tree import Node, labels_in_force
 from sessions_app.errors import EntryNotFound
-from sessions_app.models import Entry, Membership, Session
+from sessions_app.models import BIG_COLUMNS, VISIBLE, Entry, Membership, Session
 from sessions_app.store import tree_nodes
 from sessions_app.store.batches import select_in
 
@@ -33,7 +33,7 @@ def session_list_for_user(*, user: User | AnonymousUser) -> QuerySet[Session]:
         return Session.objects.none()
     teams = Membership.objects.filter(user_id=user.pk).values("team_id")
     mine = Q(owner_id=user.pk, team__isnull=True) | Q(team_id__in=teams)
-    return Session.objects.filter(mine, deleting=False).order_by("-modified_ms", "-id")
+    return Session.objects.filter(mine, VISIBLE).defer(*BIG_COLUMNS).order_by("-modified_ms", "-id")
 
 
 def entry_get(*, session: Session, entry_id: str) -> Entry:
@@ -123,8 +123,7 @@ def label_lines(*, sessions: QuerySet[Session] | Iterable[int] | None) -> Iterat
     """(session pk, label entry) for the label entries of these sessions (None: of every session),
     read from the stored lines, each session's in file order."""
     rows = Entry.objects.filter(type="label")
-    if sessions is not None:
-        rows = rows.filter(session__in=sessions)
+    rows = rows.filter(session__in=Session.objects.filter(VISIBLE) if sessions is None else sessions)
     for session_pk, raw in rows.order_by("session_id", "seq").values_list("session_id", "raw").iterator(2000):
         yield session_pk, jsjson.loads(raw)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Collection, Mapping
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -122,7 +123,10 @@ def _locked(session: Session) -> Session:
     # against a writer holding the audit chain's head.
     lock = " FOR NO KEY UPDATE" if connection.features.has_select_for_no_key_update else ""
     found = list(
-        Session.objects.raw(f"SELECT * FROM sessions_app_session WHERE id = %s AND NOT deleting{lock}", [session.pk])
+        Session.objects.raw(
+            f"SELECT * FROM sessions_app_session WHERE id = %s AND NOT deleting AND staging IS NULL{lock}",
+            [session.pk],
+        )
     )
     if not found:
         raise SessionNotFound()
@@ -403,19 +407,48 @@ def _path_without_labels(path: list[Node]) -> tuple[list[Node], set[str]]:
     return kept, changed
 
 
-@transaction.atomic
-def session_delete(*, session: Session) -> None:
-    """Remove a session and all its entries (the only way entries ever disappear).
+def _delete_whole(session_pk: int) -> None:
+    """The one delete path: a session and all its entries (the only way entries ever disappear).
 
     The session row goes first: the entry trigger (migration 0007) lets entries be deleted only
     once their session row is gone (the foreign keys are checked at commit). Then Django's
     cascade does the rest (turns, viewers, share links; forks keep their entries, their
     parent_session is cleared), finding no entries left."""
     with connection.cursor() as cursor:
-        cursor.execute("DELETE FROM sessions_app_session WHERE id = %s", [session.pk])
-        cursor.execute("DELETE FROM sessions_app_entry WHERE session_id = %s", [session.pk])
-    Session(pk=session.pk).delete()
+        cursor.execute("DELETE FROM sessions_app_session WHERE id = %s", [session_pk])
+        cursor.execute("DELETE FROM sessions_app_entry WHERE session_id = %s", [session_pk])
+    Session(pk=session_pk).delete()
+
+
+@transaction.atomic
+def session_delete(*, session: Session) -> None:
+    """Remove a session and all its entries."""
+    _delete_whole(session.pk)
     audit.audit_record(
         action="session.delete", obj_type="session", obj_id=session.public_id, extra={"name": session.name}
     )
     events.publish_on_commit(session, events.changed_event(session, "deleted"))
+
+
+@transaction.atomic
+def staging_discard(*, session_pk: int) -> bool:
+    """Delete an import's staging session whole (store/importing/pipeline.py), through the one
+    delete path: a failed import's rows are never deleted one by one. Not audited and no event:
+    no reader ever saw it. False if it is not (or no longer) a staging session."""
+    if not Session.objects.filter(pk=session_pk, staging=True).exists():
+        return False
+    _delete_whole(session_pk)
+    return True
+
+
+def staging_discard_stale(*, older_than_s: float | None = None) -> int:
+    """Delete the staging sessions of imports that stopped (a crash, a killed process): those
+    untouched for PIWEB_IMPORT_STALE_SECONDS (an import touches its staging session with every
+    batch it writes). Run by the janitor (live/streaming.py); returns how many went."""
+    age = settings.PIWEB_IMPORT_STALE_SECONDS if older_than_s is None else older_than_s
+    cutoff = timezone.now() - timedelta(seconds=age)
+    stale = Session.objects.filter(staging=True, updated_at__lt=cutoff).values_list("pk", flat=True)
+    gone = sum(staging_discard(session_pk=pk) for pk in list(stale))
+    if gone:
+        log.info("deleted %s staging session(s) of imports that stopped", gone)
+    return gone

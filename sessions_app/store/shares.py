@@ -72,7 +72,7 @@ def share_list_for_user(*, user: User) -> QuerySet[ShareLink]:
     owned = Q(session__owner=user, session__team__isnull=True)
     return (
         ShareLink.objects.filter(mine | managed | owned)
-        .filter(session__deleting=False)
+        .filter(session__deleting=False, session__staging__isnull=True)  # (models.VISIBLE)
         .select_related("session", "created_by")
         .distinct()
         .order_by("-created_at", "-pk")
@@ -111,7 +111,7 @@ def share_resolve(token: str) -> ShareLink:
         raise ShareNotFound()
     if share.expires_at is not None and share.expires_at <= timezone.now():
         raise ShareNotFound()
-    if share.session.deleting:
+    if share.session.deleting or share.session.staging:
         raise ShareNotFound()
     if not permissions.can(permissions.session_access(share.created_by, share.session), "share"):
         raise ShareNotFound()

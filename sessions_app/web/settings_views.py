@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from sessions_app.access import api_tokens, permissions, teams
 from sessions_app.errors import MemberError, SessionConflict
-from sessions_app.models import TEAM_ROLES, Membership, Session, Team
+from sessions_app.models import BIG_COLUMNS, TEAM_ROLES, VISIBLE, Membership, Session, Team
 from sessions_app.store import selectors, shares
 from sessions_app.web.forms import FORM_ERRORS, add_service_error, entry_id_field
 
@@ -162,7 +162,9 @@ def _team_context(request: HttpRequest, team: Team, **forms_shown: Any) -> dict[
     user = _user(request)
     role = permissions.team_role(user, team.pk)
     members = Membership.objects.filter(team=team).select_related("user").order_by("user__username")
-    personal = Session.objects.filter(owner=user, team__isnull=True, deleting=False).order_by("-modified_ms")
+    personal = (
+        Session.objects.filter(VISIBLE, owner=user, team__isnull=True).defer(*BIG_COLUMNS).order_by("-modified_ms")
+    )
     return {
         "team": team,
         "role": role,
@@ -170,7 +172,7 @@ def _team_context(request: HttpRequest, team: Team, **forms_shown: Any) -> dict[
         "can_import": permissions.can(role, "import"),
         "members": members,
         "roles": TEAM_ROLES,
-        "sessions": Session.objects.filter(team=team, deleting=False).order_by("-modified_ms")[:200],
+        "sessions": Session.objects.filter(VISIBLE, team=team).defer(*BIG_COLUMNS).order_by("-modified_ms")[:200],
         "personal": personal[:200],
         "invite": InviteForm(),
         **forms_shown,

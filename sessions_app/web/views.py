@@ -132,23 +132,31 @@ def session_new(request: HtmxHttpRequest) -> HttpResponse:
 @login_required
 def session_import(request: HtmxHttpRequest) -> HttpResponse:
     """Import one or more pi files; each file is accepted or rejected whole, errors with line numbers."""
+    background.require_upload_size(request)  # (before the body is parsed)
     team = request.POST.get("team", "")
     into = teams.team_for_import(user=_request_user(request), public_id=team) if team else None
     uploads = request.FILES.getlist("files")
     if uploads and request.POST.get("background") == "1":
         # The page's uploader: each file imports in the background; the answer polls its progress.
         jobs = [
-            background.job_start(user=_request_user(request), data=u.read(), name=u.name or "upload.jsonl", into=into)
+            background.job_start(
+                user=_request_user(request), data=background.upload_source(u), name=u.name or "upload.jsonl", into=into
+            )
             for u in uploads
         ]
         return render(request, "sessions_app/import_progress.html", {"jobs": jobs}, status=202)
     results: list[background.Result] = []
     for upload in uploads:
         name = upload.name or "upload.jsonl"
-        results.append(background.import_one(user=_request_user(request), data=upload.read(), name=name, into=into))
+        source = background.upload_source(upload)
+        try:
+            results.append(background.import_one(user=_request_user(request), data=source, name=name, into=into))
+        finally:
+            source.close()
     if not results:
         results.append({"name": "", "ok": False, "message": "Choose one or more .jsonl files.", "errors": []})
-    status = 200 if all(r["ok"] for r in results) else 400
+    failed = [r.get("status", 400) for r in results if not r["ok"]]
+    status = max(failed) if failed else 200
     if request.htmx:
         return render(request, "sessions_app/session_list.html#import-results", {"results": results}, status=status)
     return render(request, "sessions_app/import_done.html", {"results": results}, status=status)
