@@ -167,3 +167,30 @@ def test_api_share_and_unknown_entry(branched):
 
 def test_unknown_token_is_404(db):
     assert Client().get("/s/pis_nothing/").status_code == 404
+
+
+def test_a_branch_link_names_itself_from_its_path_only(branched):
+    """The title and heading come from the shared path: a session_info on another branch, one
+    below the shared entry, and a second root's first message never show."""
+    s, ids, admin = branched.sessions["team"], branched.ids["team"], branched.users["admin"]
+    services.entry_append(session=s, payload=user("second root question"), parent_id=None, author=admin)
+    services.entry_append(session=s, payload={"type": "session_info", "name": "Name below"}, parent_id=ids["a2b"])
+    services.entry_append(session=s, payload={"type": "session_info", "name": "Other branch name"}, parent_id=ids["a2"])
+    url = make(branched, entry="u2b")
+    html = Client().get(url).content.decode()
+    assert "Other branch name" not in html
+    assert "second root question" not in html
+    assert "[name: Name below]" in html  # below the shared entry: in the tree, not the name
+    assert "<title>team session (shared)" in html  # the session_info at the path's root
+    assert re.search(r'<h1 class="title">team session</h1>', html)
+
+
+def test_a_branch_link_without_a_name_on_its_path_shows_its_first_user_message(branched):
+    s, ids, admin = branched.sessions["team"], branched.ids["team"], branched.users["admin"]
+    services.entry_append(session=s, payload=user("root two first"), parent_id=None, author=admin)
+    b1 = services.entry_append(session=s, payload=user("branch two question"), author=admin)
+    services.entry_append(session=s, payload={"type": "session_info", "name": "Team name"}, parent_id=ids["a2"])
+    share, _ = shares.share_create(session=s, user=admin, entry_id=b1.entry_id)
+    assert shares.shared_title(share) == "root two first"
+    s.refresh_from_db()
+    assert s.name == "Team name"
