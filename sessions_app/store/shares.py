@@ -3,7 +3,9 @@
 A branch share names an entry; what it shows is the path from the root to that entry and every
 entry below it, nothing else (share_scope). Only a SHA-256 of each link's token is stored, so a
 link is shown once, when it is made. A link works while it is not revoked, not expired, and its
-creator still may share the session (leaving the team or losing the role ends their links).
+creator still may share the session. Losing that right (leaving the team, losing the role) revokes
+their links in the database (access.revoke.share_links_revoke_lost): a restored role does not
+bring them back.
 Each view of a shared page is recorded in the audit log.
 """
 
