@@ -1,6 +1,7 @@
 """Importing a pi session file: the one pipeline.
 
-1. read the header (piformat.read_header) and find the stored session with its id, if any;
+1. read the header (piformat.read_header) and find the importer's stored session for its id, if
+   any (identity.stored_copy: pi's id, kept as the source id when the server id differs);
 2. decide what to read: the whole file, or only the lines a file grew by since its last import;
 3. build the rows (worker.build: read and check each line, place each entry, make its row), in a
    forked child for a large new file (worker_client), in this process otherwise;
@@ -34,7 +35,7 @@ from sessions_app.core.piformat import Header, Problem
 from sessions_app.errors import ImportRejected, SessionConflict, SessionForbidden
 from sessions_app.models import Session
 from sessions_app.store import checkpoint, rows
-from sessions_app.store.importing import gcpause, worker, worker_client
+from sessions_app.store.importing import gcpause, identity, worker, worker_client
 from sessions_app.store.services import chain_key
 from sessions_app.store.stored_tree import DbTree
 
@@ -89,7 +90,7 @@ def session_import(
         _reject([problem])
     assert header is not None
     with checkpoint.deferred(len(data)), transaction.atomic():
-        existing = Session.objects.select_for_update(no_key=True).filter(public_id=header.obj["id"]).first()
+        existing = identity.stored_copy(owner=owner, source_id=header.obj["id"])
         if existing is not None:
             _require_reimport(owner, existing)
             session, created = existing, False
@@ -140,11 +141,6 @@ def _require_reimport(user: User, session: Session) -> None:
     if session.deleting:
         raise SessionConflict(f"session {session.public_id} is being deleted; import it again once it is gone")
     role = permissions.session_access(user, session)
-    if role is None:
-        raise SessionConflict(
-            f"session {session.public_id} already exists in piweb under another account;"
-            " its owner can move it to a team you are in"
-        )
     if not permissions.can(role, "import"):
         raise SessionForbidden(
             f"session {session.public_id} is already in piweb, in a team where your role ({role}) may not import",
@@ -155,7 +151,8 @@ def _require_reimport(user: User, session: Session) -> None:
 def _new_session(owner: User, header: Header) -> Session:
     cwd = header.obj.get("cwd")
     return Session(
-        public_id=header.obj["id"],
+        public_id=identity.server_id(header.obj["id"]),
+        source_id=header.obj["id"],
         owner=owner,
         header_raw=header.raw
         if header.version == piformat.CURRENT_VERSION
