@@ -60,7 +60,7 @@ def test_anonymous_gets_401(client, alice_session, method, suffix, body):
     before = snapshot(alice_session)
     response = call(client, method, alice_session, suffix, body)
     assert response.status_code == 401
-    assert response.json() == {"detail": "Unauthorized"}
+    assert response.json() == {"message": "Authentication required", "extra": {}}
     assert snapshot(alice_session) == before
 
 
