@@ -633,7 +633,7 @@ def session_rename(request: HtmxHttpRequest, session: Session) -> HttpResponse:
     if not form.is_valid():
         return HttpResponseBadRequest("A name is required.")
     services.session_rename(session=session, name=form.cleaned_data["name"], author=_request_user(request))
-    return _go(request, request.POST.get("next") or page_url(session))
+    return _go(request, forms.next_url(request, page_url(session)))
 
 
 @require_http_methods(["GET", "POST"])
