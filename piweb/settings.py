@@ -260,8 +260,9 @@ PIWEB_COMPACTION_RESERVE_TOKENS = env_int("PIWEB_COMPACTION_RESERVE_TOKENS", 163
 PIWEB_COMPACTION_KEEP_RECENT_TOKENS = env_int("PIWEB_COMPACTION_KEEP_RECENT_TOKENS", 20000)
 PIWEB_CHAT_SYSTEM_PROMPT = env_str("PIWEB_CHAT_SYSTEM_PROMPT", "You are a helpful assistant.")
 
-# Audit trail (sessions_app/audit.py) and sign-in limits (sessions_app/signin.py). With proxies in
-# front, PIWEB_TRUSTED_PROXY_COUNT says how many, so the client IP is read from X-Forwarded-For.
+# Audit trail (access/audit.py) and sign-in limits (access/signin.py). With proxies in front,
+# PIWEB_TRUSTED_PROXY_COUNT says how many, so the client IP is read from X-Forwarded-For; without
+# it every client is the proxy (README, "Running in production").
 # The failure counts live in the default cache: set PIWEB_CACHE_URL with several server processes.
 # tree_nodes' chunks and the sign-in failure counts. Per process by default (a 100k-entry tree is
 # ~100 chunks of ~110 KB; the cap bounds memory to ~250 MB); PIWEB_CACHE_URL (redis://host/db, a
@@ -278,7 +279,8 @@ else:
         }
     }
 PIWEB_TRUSTED_PROXY_COUNT = env_int("PIWEB_TRUSTED_PROXY_COUNT", 0)
-PIWEB_SIGNIN_MAX_FAILURES = env_int("PIWEB_SIGNIN_MAX_FAILURES", 5)
+PIWEB_SIGNIN_MAX_FAILURES = env_int("PIWEB_SIGNIN_MAX_FAILURES", 5)  # per username and client IP
+PIWEB_SIGNIN_MAX_FAILURES_PER_CLIENT = env_int("PIWEB_SIGNIN_MAX_FAILURES_PER_CLIENT", 50)  # any usernames
 PIWEB_SIGNIN_WINDOW_SECONDS = env_int("PIWEB_SIGNIN_WINDOW_SECONDS", 900)
 
 LOGGING = {
