@@ -10,6 +10,7 @@ import hashlib
 import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
@@ -282,6 +283,38 @@ PIWEB_TRUSTED_PROXY_COUNT = env_int("PIWEB_TRUSTED_PROXY_COUNT", 0)
 PIWEB_SIGNIN_MAX_FAILURES = env_int("PIWEB_SIGNIN_MAX_FAILURES", 5)  # per username and client IP
 PIWEB_SIGNIN_MAX_FAILURES_PER_CLIENT = env_int("PIWEB_SIGNIN_MAX_FAILURES_PER_CLIENT", 50)  # any usernames
 PIWEB_SIGNIN_WINDOW_SECONDS = env_int("PIWEB_SIGNIN_WINDOW_SECONDS", 900)
+
+
+# Email, for password reset only (access/password_reset.py). PIWEB_EMAIL_URL: smtp://user:pass@host:587
+# (STARTTLS), smtps://user:pass@host:465 (TLS), or console: (mails printed, for development). Unset:
+# no email, and no password reset is offered (its pages are 404, the sign-in page has no link).
+def _email_backend(url: str) -> str:
+    if not url:
+        return "django.core.mail.backends.dummy.EmailBackend"
+    scheme = urlsplit(url).scheme
+    if scheme == "console":
+        return "django.core.mail.backends.console.EmailBackend"
+    if scheme not in ("smtp", "smtps") or not urlsplit(url).hostname:
+        raise ImproperlyConfigured("PIWEB_EMAIL_URL must be smtp://[user:pass@]host[:port], smtps://... or console:")
+    return "django.core.mail.backends.smtp.EmailBackend"
+
+
+_EMAIL_URL = env_secret("PIWEB_EMAIL_URL")
+EMAIL_BACKEND = _email_backend(_EMAIL_URL)
+_MAIL = urlsplit(_EMAIL_URL)
+EMAIL_USE_SSL = _MAIL.scheme == "smtps"
+EMAIL_USE_TLS = _MAIL.scheme == "smtp"
+EMAIL_HOST = _MAIL.hostname or "localhost"
+EMAIL_PORT = _MAIL.port or (465 if EMAIL_USE_SSL else 587)
+EMAIL_HOST_USER = unquote(_MAIL.username or "")
+EMAIL_HOST_PASSWORD = unquote(_MAIL.password or "")
+EMAIL_TIMEOUT = 10
+PIWEB_PASSWORD_RESET = bool(_EMAIL_URL)
+DEFAULT_FROM_EMAIL = env_str("PIWEB_EMAIL_FROM", "piweb@localhost")
+# Reset requests counted in the cache per client IP and per address, in a window from the first.
+PIWEB_PASSWORD_RESET_MAX_PER_CLIENT = env_int("PIWEB_PASSWORD_RESET_MAX_PER_CLIENT", 10)
+PIWEB_PASSWORD_RESET_MAX_PER_ADDRESS = env_int("PIWEB_PASSWORD_RESET_MAX_PER_ADDRESS", 3)
+PIWEB_PASSWORD_RESET_WINDOW_SECONDS = env_int("PIWEB_PASSWORD_RESET_WINDOW_SECONDS", 3600)
 
 LOGGING = {
     "version": 1,

@@ -106,6 +106,10 @@ class AdminSignInForm(RateLimitMixin, AdminAuthenticationForm):
 class SignInView(LoginView):
     authentication_form = SignInForm
 
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        # The "Forgot password?" link only where a reset can be mailed (access/password_reset.py).
+        return {**super().get_context_data(**kwargs), "password_reset_offered": settings.PIWEB_PASSWORD_RESET}
+
 
 @receiver(user_logged_in, dispatch_uid="piweb_audit_signin_ok")
 def _signed_in(sender: Any, request: HttpRequest | None, user: Any, **kwargs: Any) -> None:
