@@ -10,6 +10,7 @@ import hashlib
 import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
@@ -269,8 +270,9 @@ PIWEB_COMPACTION_RESERVE_TOKENS = env_int("PIWEB_COMPACTION_RESERVE_TOKENS", 163
 PIWEB_COMPACTION_KEEP_RECENT_TOKENS = env_int("PIWEB_COMPACTION_KEEP_RECENT_TOKENS", 20000)
 PIWEB_CHAT_SYSTEM_PROMPT = env_str("PIWEB_CHAT_SYSTEM_PROMPT", "You are a helpful assistant.")
 
-# Audit trail (sessions_app/audit.py) and sign-in limits (sessions_app/signin.py). With proxies in
-# front, PIWEB_TRUSTED_PROXY_COUNT says how many, so the client IP is read from X-Forwarded-For.
+# Audit trail (access/audit.py) and sign-in limits (access/signin.py). With proxies in front,
+# PIWEB_TRUSTED_PROXY_COUNT says how many, so the client IP is read from X-Forwarded-For; without
+# it every client is the proxy (README, "Running in production").
 # The failure counts live in the default cache: set PIWEB_CACHE_URL with several server processes.
 # tree_nodes' chunks and the sign-in failure counts. Per process by default (a 100k-entry tree is
 # ~100 chunks of ~110 KB; the cap bounds memory to ~250 MB); PIWEB_CACHE_URL (redis://host/db, a
@@ -287,8 +289,41 @@ else:
         }
     }
 PIWEB_TRUSTED_PROXY_COUNT = env_int("PIWEB_TRUSTED_PROXY_COUNT", 0)
-PIWEB_SIGNIN_MAX_FAILURES = env_int("PIWEB_SIGNIN_MAX_FAILURES", 5)
+PIWEB_SIGNIN_MAX_FAILURES = env_int("PIWEB_SIGNIN_MAX_FAILURES", 5)  # per username and client IP
+PIWEB_SIGNIN_MAX_FAILURES_PER_CLIENT = env_int("PIWEB_SIGNIN_MAX_FAILURES_PER_CLIENT", 50)  # any usernames
 PIWEB_SIGNIN_WINDOW_SECONDS = env_int("PIWEB_SIGNIN_WINDOW_SECONDS", 900)
+
+
+# Email, for password reset only (access/password_reset.py). PIWEB_EMAIL_URL: smtp://user:pass@host:587
+# (STARTTLS), smtps://user:pass@host:465 (TLS), or console: (mails printed, for development). Unset:
+# no email, and no password reset is offered (its pages are 404, the sign-in page has no link).
+def _email_backend(url: str) -> str:
+    if not url:
+        return "django.core.mail.backends.dummy.EmailBackend"
+    scheme = urlsplit(url).scheme
+    if scheme == "console":
+        return "django.core.mail.backends.console.EmailBackend"
+    if scheme not in ("smtp", "smtps") or not urlsplit(url).hostname:
+        raise ImproperlyConfigured("PIWEB_EMAIL_URL must be smtp://[user:pass@]host[:port], smtps://... or console:")
+    return "django.core.mail.backends.smtp.EmailBackend"
+
+
+_EMAIL_URL = env_secret("PIWEB_EMAIL_URL")
+EMAIL_BACKEND = _email_backend(_EMAIL_URL)
+_MAIL = urlsplit(_EMAIL_URL)
+EMAIL_USE_SSL = _MAIL.scheme == "smtps"
+EMAIL_USE_TLS = _MAIL.scheme == "smtp"
+EMAIL_HOST = _MAIL.hostname or "localhost"
+EMAIL_PORT = _MAIL.port or (465 if EMAIL_USE_SSL else 587)
+EMAIL_HOST_USER = unquote(_MAIL.username or "")
+EMAIL_HOST_PASSWORD = unquote(_MAIL.password or "")
+EMAIL_TIMEOUT = 10
+PIWEB_PASSWORD_RESET = bool(_EMAIL_URL)
+DEFAULT_FROM_EMAIL = env_str("PIWEB_EMAIL_FROM", "piweb@localhost")
+# Reset requests counted in the cache per client IP and per address, in a window from the first.
+PIWEB_PASSWORD_RESET_MAX_PER_CLIENT = env_int("PIWEB_PASSWORD_RESET_MAX_PER_CLIENT", 10)
+PIWEB_PASSWORD_RESET_MAX_PER_ADDRESS = env_int("PIWEB_PASSWORD_RESET_MAX_PER_ADDRESS", 3)
+PIWEB_PASSWORD_RESET_WINDOW_SECONDS = env_int("PIWEB_PASSWORD_RESET_WINDOW_SECONDS", 3600)
 
 LOGGING = {
     "version": 1,

@@ -9,8 +9,13 @@ from django.db import models
 
 
 class Session(models.Model):
-    # pi's session id (the header's id, a UUID for sessions pi or piweb made); used in URLs and API.
+    # The server id, used in URLs and API: pi's session id (the header's id) when it was free,
+    # else a new UUID (another account holds pi's id).
     public_id = models.CharField(max_length=200, unique=True)
+    # pi's session id for an imported session (header_raw keeps it too); re-import finds the
+    # importer's copy by it (importing.pipeline). Null for sessions made in piweb. Nullable without
+    # default so that SQLite adds the column in place (see entries_digest).
+    source_id = models.CharField(max_length=200, null=True, blank=True)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="pi_sessions")
     header_raw = models.TextField()  # the header line exactly as it will be exported
     extra_headers = models.JSONField(default=list, blank=True)  # [[entries before it, raw line]]
@@ -49,7 +54,10 @@ class Session(models.Model):
 
     class Meta:
         ordering = ["-updated_at"]
-        indexes = [models.Index(fields=["owner", "-updated_at"])]
+        indexes = [
+            models.Index(fields=["owner", "-updated_at"]),
+            models.Index(fields=["source_id"], name="session_source_id"),
+        ]
 
     def __str__(self) -> str:
         return self.name or self.first_message[:60] or self.public_id

@@ -19,11 +19,16 @@ def _attachment(response: HttpResponse | StreamingHttpResponse, name: str) -> No
     response["Content-Disposition"] = content_disposition_header(True, name) or "attachment"
 
 
+def _stem(session: Session) -> str:
+    """pi's file name for the session: by pi's id (the source id, when the server id differs)."""
+    return session_file_stem(session.created, session.source_id or session.public_id)
+
+
 def jsonl_response(session: Session) -> StreamingHttpResponse:
     """The session as pi JSONL, streamed (audited as an export)."""
     audit.audit_record(action="session.export", obj_type="session", obj_id=session.public_id, extra={"format": "jsonl"})
     response = StreamingHttpResponse(selectors.export_lines(session=session), content_type="application/x-ndjson")
-    _attachment(response, f"{session_file_stem(session.created, session.public_id)}.jsonl")
+    _attachment(response, f"{_stem(session)}.jsonl")
     return response
 
 
@@ -31,5 +36,5 @@ def html_response(session: Session) -> HttpResponse:
     """pi's self-contained HTML export of the session (audited as an export)."""
     audit.audit_record(action="session.export", obj_type="session", obj_id=session.public_id, extra={"format": "html"})
     response = HttpResponse(markup.export_html(session), content_type="text/html; charset=utf-8")
-    _attachment(response, f"pi-session-{session_file_stem(session.created, session.public_id)}.html")
+    _attachment(response, f"pi-session-{_stem(session)}.html")
     return response

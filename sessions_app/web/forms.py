@@ -1,10 +1,13 @@
-"""Forms for the htmx UI: validation only; views hand the cleaned data to services."""
+"""Forms for the htmx UI: validation only; views hand the cleaned data to services. Also the one
+check of a form's `next` (next_url)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django import forms
+from django.http import HttpRequest
+from django.utils.http import url_has_allowed_host_and_scheme
 
 from sessions_app.core.piformat import MAX_ID_CHARS
 from sessions_app.core.treeview import FILTERS
@@ -95,3 +98,14 @@ class ComposerForm(forms.Form):
         if not text.strip():
             raise forms.ValidationError("Write something first.")
         return text
+
+
+def next_url(request: HttpRequest, fallback: str) -> str:
+    """The form's `next` if it stays on this site (same host, http(s), https when the request is),
+    else fallback: a `next` never sends anyone to another site."""
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return target
+    return fallback

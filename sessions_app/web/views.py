@@ -661,7 +661,7 @@ def session_rename(request: HtmxHttpRequest, session: Session) -> HttpResponse:
         services.session_rename(session=session, name=form.cleaned_data["name"], author=_request_user(request))
         session.refresh_from_db()
         if not request.htmx:
-            return redirect(page_url(session))
+            return redirect(forms.next_url(request, page_url(session)))
     context = {**header.title_context(request, user_reader(request, session)), "rename_form": form, "oob_title": True}
     status = 200 if form.is_valid() else forms.FORM_ERRORS
     if not request.htmx:  # a plain form with errors: the page again, the form open

@@ -76,8 +76,8 @@ def test_a_new_session_is_invisible_until_published_and_writers_do_not_wait(alic
                 permissions.session_get_for_user(user=alice, public_id=staged.public_id)
             except SessionNotFound:
                 found["get"] = "not found"
-            found["verified"] = [s.pk for s, _ in integrity.sessions_verify()]
-            found["pk"] = staged.pk
+            found["verified"] = [r.public_id for r in integrity.sessions_verify()]
+            found["public_id"] = staged.public_id
             return found
 
         seen.update(_in_thread(look))
@@ -87,7 +87,7 @@ def test_a_new_session_is_invisible_until_published_and_writers_do_not_wait(alic
     assert done
     assert seen["rows"] > 0  # batches were committed while the import went on...
     assert seen["listed"] == [] and seen["get"] == "not found"  # ...and no reader saw the session
-    assert seen["pk"] not in seen["verified"]
+    assert seen["public_id"] not in seen["verified"]
     assert seen["append_s"] < 1.0  # another user's append did not wait for the import
     assert result.added == 3000 and result.session.staging is None
     assert export_bytes(result.session) == data

@@ -1,6 +1,7 @@
 """Importing a pi session file: the one pipeline.
 
-1. read the header (piformat.read_header) and find the stored session with its id, if any;
+1. read the header (piformat.read_header) and find the importer's stored session for its id, if
+   any (identity.stored_copy: pi's id, kept as the source id when the server id differs);
 2. open a stage (one short transaction): a new session is created as a staging session
    (Session.staging), which no reader or other writer sees (models.VISIBLE); a session already
    stored gets a staging sibling for its new rows, made when the first batch is written;
@@ -60,7 +61,7 @@ from sessions_app.core.piformat import Header, Problem
 from sessions_app.errors import ImportRejected, ImportTooLarge, SessionConflict, SessionForbidden
 from sessions_app.models import VISIBLE, Session
 from sessions_app.store import checkpoint, rows, services, writelock
-from sessions_app.store.importing import gcpause, worker, worker_client
+from sessions_app.store.importing import gcpause, identity, worker, worker_client
 from sessions_app.store.services import chain_key
 from sessions_app.store.stored_tree import DbTree
 
@@ -227,11 +228,6 @@ def _require_reimport(user: User, session: Session) -> None:
     if session.deleting:
         raise SessionConflict(f"session {session.public_id} is being deleted; import it again once it is gone")
     role = permissions.session_access(user, session)
-    if role is None:
-        raise SessionConflict(
-            f"session {session.public_id} already exists in piweb under another account;"
-            " its owner can move it to a team you are in"
-        )
     if not permissions.can(role, "import"):
         raise SessionForbidden(
             f"session {session.public_id} is already in piweb, in a team where your role ({role}) may not import",
@@ -242,7 +238,8 @@ def _require_reimport(user: User, session: Session) -> None:
 def _new_session(owner: User, header: Header) -> Session:
     cwd = header.obj.get("cwd")
     return Session(
-        public_id=header.obj["id"],
+        public_id=identity.server_id(header.obj["id"]),
+        source_id=header.obj["id"],
         owner=owner,
         header_raw=header.raw
         if header.version == piformat.CURRENT_VERSION
@@ -290,7 +287,7 @@ def _open_stage(owner: User, header: Header, *, in_place: bool = False) -> _Stag
     public_id = header.obj["id"]
     while True:
         with transaction.atomic():
-            existing = Session.objects.select_for_update(no_key=True).filter(public_id=public_id).first()
+            existing = identity.stored_copy(owner=owner, source_id=public_id)
             if existing is not None and existing.staging:
                 stale = timezone.now() - timedelta(seconds=settings.PIWEB_IMPORT_STALE_SECONDS)
                 if existing.updated_at < stale:

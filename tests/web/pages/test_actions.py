@@ -65,6 +65,35 @@ def test_rename_append_and_delete(alice_client, tree):
     assert not Session.objects.filter(pk=tree.session.pk).exists()
 
 
+@pytest.mark.parametrize(
+    "target",
+    ["https://evil.example/", "//evil.example/x", "http://testserver.evil.example/", "/\\evil.example",
+     "javascript:alert(1)", "ftp://testserver/"],
+)  # fmt: skip
+def test_rename_next_goes_only_to_this_site(alice_client, htmx_client, tree, target):
+    """Another site's `next` is ignored: the session page instead, for plain forms and htmx alike."""
+    page = f"/sessions/{tree.session.public_id}/"
+    r = post(alice_client, tree, "rename", name="x", next=target)
+    assert r.status_code == 302 and r["Location"] == page
+    r = post(htmx_client, tree, "rename", name="y", next=target)
+    assert r.status_code == 200 and "evil" not in r["HX-Location"] and page in r["HX-Location"]
+
+
+def test_rename_next_on_this_site_is_followed(alice_client, tree):
+    for target in ("/sessions/?q=x", "http://testserver/teams/"):
+        r = post(alice_client, tree, "rename", name="x", next=target)
+        assert r.status_code == 302 and r["Location"] == target
+
+
+def test_sign_in_and_out_next_go_only_to_this_site(alice):
+    """The other `next` redirects (Django's sign-in and sign-out views) check the target too."""
+    client = Client()
+    r = client.post("/accounts/login/", {"username": "alice", "password": "alice-pw", "next": "https://evil.example/"})
+    assert r.status_code == 302 and r["Location"] == "/"
+    r = client.post("/accounts/logout/", {"next": "//evil.example/"})
+    assert "evil" not in r.get("Location", "")
+
+
 def test_every_change_needs_csrf(alice, tree):
     client = Client(enforce_csrf_checks=True)
     client.force_login(alice)
