@@ -228,7 +228,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 
 # Import limits: a line or file beyond these is rejected with its line number.
-PIWEB_IMPORT_MAX_LINE_BYTES = env_int("PIWEB_IMPORT_MAX_LINE_BYTES", 32 * 1024 * 1024)
+PIWEB_IMPORT_MAX_LINE_BYTES = env_int("PIWEB_IMPORT_MAX_LINE_BYTES", 16 * 1024 * 1024)  # (~13x while parsed)
 PIWEB_IMPORT_MAX_FILE_BYTES = env_int("PIWEB_IMPORT_MAX_FILE_BYTES", 2 * 1024 * 1024 * 1024)
 PIWEB_IMPORT_MAX_DEPTH = env_int("PIWEB_IMPORT_MAX_DEPTH", 512)
 # What a file may store outside its entries (repeated header or entry lines): beyond, refused.
@@ -236,7 +236,7 @@ PIWEB_IMPORT_MAX_EXTRA_BYTES = env_int("PIWEB_IMPORT_MAX_EXTRA_BYTES", 1024 * 10
 # v1/v2 files are migrated whole, in memory (pi's migration needs every line): at most this big.
 PIWEB_IMPORT_MAX_LEGACY_BYTES = env_int("PIWEB_IMPORT_MAX_LEGACY_BYTES", 64 * 1024 * 1024)
 # An import keeps ~0.7 KB per entry of the file (id, place in the tree, chain hash): at most this many.
-PIWEB_IMPORT_MAX_ENTRIES = env_int("PIWEB_IMPORT_MAX_ENTRIES", 500_000)
+PIWEB_IMPORT_MAX_ENTRIES = env_int("PIWEB_IMPORT_MAX_ENTRIES", 400_000)
 # An import's staging session untouched this long is taken for a stopped import: the janitor
 # deletes it (an import touches it with every batch of rows it writes).
 PIWEB_IMPORT_STALE_SECONDS = env_int("PIWEB_IMPORT_STALE_SECONDS", 600)
