@@ -1,6 +1,7 @@
 """Entry ids of any shape (issue 19), as a property: sessions whose ids come from tests.idshapes
-are imported through the API's import, then every page and route that takes the session or one of
-its entries answers as documented (never a 500), and every id comes back as it went in.
+(the session's own id made as odd, within a header id's rules) are imported through the API's
+import, then every page and route that takes the session or one of its entries answers as
+documented (never a 500), and every id comes back as it went in.
 
 A session here: u ─ call ─ tool (long output) ─ bash (long output) ─ image ─ label (on call)
                  └ alt (another answer)
@@ -13,6 +14,7 @@ import re
 import uuid
 from html import unescape
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -41,12 +43,17 @@ id_sets = st.lists(entry_ids(), min_size=len(ROLES), max_size=len(ROLES), unique
 TRICKY = ["a/b", "..", "?x=1&y=2#z", "%2F%", " padded ", "<q \"'&>", "ünï 🙂"]
 
 
+def session_id(like: str) -> str:
+    """A session id for the example (a header id: no '/', nothing unprintable), as odd as `like`."""
+    return "".join(c for c in like if c.isprintable() and c != "/")[:100] + f" {uuid.uuid4()}"
+
+
 def session_file(ids: dict[str, str]) -> bytes:
     call = assistant("running it", call=tool_call("c1", "seq 120"), stopReason="toolUse")
     bash = {"role": "bashExecution", "command": "seq 120", "output": LONG, "exitCode": 0, "timestamp": 5}
     image = user("", content=[{"type": "image", "data": PNG, "mimeType": "image/png"}])
     return jsonl(
-        header(str(uuid.uuid4())),
+        header(session_id(ids["u"])),
         entry(ids["u"], None, message=user("question")["message"]),
         entry(ids["call"], ids["u"], message=call["message"]),
         entry(ids["tool"], ids["call"], message=tool_result("c1", LONG, 3)["message"]),
@@ -87,7 +94,10 @@ def test_every_page_and_read_route_takes_any_entry_id(alice_client, id_list):
     session = imported(alice_client, data)
     sid = session.public_id
     base = reverse("sessions:detail", args=[sid])
+    api = f"/api/sessions/{quote(sid, safe='')}"
     assert set(Entry.objects.filter(session=session).values_list("entry_id", flat=True)) == set(id_list)
+    assert escape(base) in page(alice_client, reverse("sessions:list"))  # the list links the session
+    page(alice_client, reverse("sessions:delete", args=[sid]))  # (its confirmation page)
 
     html = page(alice_client, base, leaf=ids["image"], target=ids["bash"])
     assert f'data-target="{escape(ids["bash"])}"' in html
@@ -116,20 +126,20 @@ def test_every_page_and_read_route_takes_any_entry_id(alice_client, id_list):
         page(alice_client, reverse("sessions:tree_branch", args=[sid]), node=entry_id, d="1")
         page(alice_client, reverse("sessions:earlier", args=[sid]), before=entry_id, leaf=ids["image"])
         ok(alice_client.get(reverse("sessions:output", args=[sid, entry_id])))
-        context = ok(alice_client.get(f"/api/sessions/{sid}/context", {"leaf": entry_id})).json()
+        context = ok(alice_client.get(f"{api}/context", {"leaf": entry_id})).json()
         assert isinstance(context["messages"], list)
     assert "line 119" in page(alice_client, reverse("sessions:output", args=[sid, ids["tool"]]))
     ok(alice_client.get(reverse("sessions:image", args=[sid, ids["image"], 0])))
     ok(alice_client.get(reverse("sessions:image", args=[sid, ids["u"], 0])), 404)  # no image there
 
-    nodes = ok(alice_client.get(f"/api/sessions/{sid}/tree")).json()["nodes"]
+    nodes = ok(alice_client.get(f"{api}/tree")).json()["nodes"]
     assert [(n["id"], n["parentId"]) for n in nodes] == [(e["id"], e["parentId"]) for e in lines(data)]
-    assert b"".join(ok(alice_client.get(f"/api/sessions/{sid}/export.jsonl")).streaming_content) == data
+    assert b"".join(ok(alice_client.get(f"{api}/export.jsonl")).streaming_content) == data
     assert b"".join(ok(alice_client.get(reverse("sessions:export_jsonl", args=[sid]))).streaming_content) == data
     ok(alice_client.get(reverse("sessions:export_html", args=[sid])))
 
     # A share link to the branch at `call`: its page, its lazy loads, its routes
-    r = ok(alice_client.post(f"/api/sessions/{sid}/shares", {"entryId": ids["call"]}, "application/json"), 201)
+    r = ok(alice_client.post(f"{api}/shares", {"entryId": ids["call"]}, "application/json"), 201)
     assert r.json()["entryId"] == ids["call"]
     anon = Client()
     shared = r.json()["url"].removeprefix("http://testserver")
@@ -188,7 +198,7 @@ def test_every_write_that_names_an_entry_takes_any_entry_id(alice_client, monkey
     ids = dict(zip(ROLES, id_list, strict=True))
     session = imported(alice_client, session_file(ids))
     sid = session.public_id
-    api = f"/api/sessions/{sid}"
+    api = f"/api/sessions/{quote(sid, safe='')}"
     for role in ("u", "alt", "bash"):
         entry_id = ids[role]
         # REST: append under it (and with it as the new id), move the leaf, label it, fork at it
