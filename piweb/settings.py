@@ -334,4 +334,4 @@ LOGGING = {
 
 local_settings = BASE_DIR / "piweb" / "local_settings.py"
 if local_settings.exists():  # pragma: no cover - optional per-deployment overrides
-    from piweb.local_settings import *  # type: ignore[import-not-found]  # noqa: F403
+    from piweb.local_settings import *  # type: ignore[import-not-found, import-untyped, unused-ignore]  # noqa: F403

@@ -3,8 +3,13 @@ client and per address, with answers that tell nothing about which addresses hav
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from django.core import mail
@@ -85,3 +90,27 @@ def test_the_mailed_link_sets_a_new_password(offered):
     )
     assert done.status_code == 302 and done["Location"] == "/accounts/reset/done/"
     assert Client().post("/accounts/login/", {"username": "alice", "password": "n3w-Secret-pw!"}).status_code == 302
+
+
+def _email_settings(url: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIWEB_")} | {"PIWEB_EMAIL_URL": url}
+    code = (
+        "import json; from django.conf import settings as s; print(json.dumps([s.EMAIL_BACKEND, s.EMAIL_HOST,"
+        " s.EMAIL_PORT, s.EMAIL_HOST_USER, s.EMAIL_HOST_PASSWORD, s.EMAIL_USE_TLS, s.EMAIL_USE_SSL,"
+        " s.PIWEB_PASSWORD_RESET]))"
+    )
+    env["DJANGO_SETTINGS_MODULE"] = "piweb.settings"
+    root = Path(__file__).resolve().parents[2]
+    return subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True)
+
+
+def test_the_email_url_configures_the_backend():
+    smtp = json.loads(_email_settings("smtp://mailer:p%40ss@mail.example.com").stdout)
+    assert smtp == ["django.core.mail.backends.smtp.EmailBackend", "mail.example.com", 587, "mailer", "p@ss",
+                    True, False, True]  # fmt: skip
+    smtps = json.loads(_email_settings("smtps://mail.example.com:2465").stdout)
+    assert smtps[:3] == ["django.core.mail.backends.smtp.EmailBackend", "mail.example.com", 2465]
+    assert smtps[5:] == [False, True, True]
+    assert json.loads(_email_settings("console:").stdout)[0] == "django.core.mail.backends.console.EmailBackend"
+    bad = _email_settings("http://mail.example.com")
+    assert bad.returncode != 0 and "PIWEB_EMAIL_URL must be" in bad.stderr
