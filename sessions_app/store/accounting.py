@@ -79,7 +79,8 @@ def _records(public_ids: list[str] | None = None) -> Iterator[Record]:
 
 
 def _stored(public_ids: list[str] | None = None) -> dict[str, tuple[int, str | None]]:
-    sessions = Session.objects.all()
+    # (not an import's staging session: it is audited when it is published)
+    sessions = Session.objects.filter(staging__isnull=True)
     if public_ids is not None:
         sessions = sessions.filter(public_id__in=public_ids)
     found = sessions.values_list("public_id", "owner_id", "team__public_id").iterator(chunk_size=5000)
@@ -133,8 +134,10 @@ def sessions_baseline() -> int:
     owner and team): sessions stored before it began. How many were recorded."""
     known = audited(_records())
     recorded = 0
-    for public_id, owner_id, team in Session.objects.order_by("pk").values_list(
-        "public_id", "owner_id", "team__public_id"
+    for public_id, owner_id, team in (
+        Session.objects.filter(staging__isnull=True)
+        .order_by("pk")
+        .values_list("public_id", "owner_id", "team__public_id")
     ):
         if public_id not in known:
             after = {"owner": owner_id, "team": _public(team)}
