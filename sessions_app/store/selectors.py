@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Container, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -130,14 +131,14 @@ def label_lines(*, sessions: QuerySet[Session] | Iterable[int] | None) -> Iterat
 
 
 def label_texts(*, sessions: QuerySet[Session] | Iterable[int] | None) -> dict[str, set[int]]:
-    """Every label text ever set in these sessions (None: in every session), with the sessions
-    (pks) it was set in. Read from the label entries themselves: a label's row preview is display
-    text, cut at 200 characters."""
+    """Every label text in force in these sessions (None: in every session), with the sessions
+    (pks) where it is: pi's label replay per session, so a cleared label (a later label entry
+    with an empty label) is gone. Read from the label entries themselves: a label's row preview
+    is display text, cut at 200 characters."""
     texts: dict[str, set[int]] = {}
-    for session_pk, data in label_lines(sessions=sessions):
-        text = data.get("label")
-        if isinstance(text, str) and text:
-            texts.setdefault(text, set()).add(session_pk)
+    for session_pk, group in itertools.groupby(label_lines(sessions=sessions), key=lambda line: line[0]):
+        for data in labels_in_force(data for _, data in group).values():
+            texts.setdefault(data["label"], set()).add(session_pk)
     return texts
 
 
