@@ -17,6 +17,7 @@ import nh3
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
+from markdown_it.token import Token
 from pygments import highlight as pyg_highlight  # type: ignore[import-untyped]
 from pygments.formatters import HtmlFormatter  # type: ignore[import-untyped]
 from pygments.lexers import get_lexer_by_name  # type: ignore[import-untyped]
@@ -29,7 +30,7 @@ TRUNCATE_CHARS = 2000
 TRUNCATE_LINES = 40
 MAX_HIGHLIGHT = 20_000  # longer code is shown plain (pygments is slow on huge inputs)
 
-_FORMATTER = HtmlFormatter(cssclass="hl", wrapcode=True)
+_FORMATTER = HtmlFormatter(nowrap=True)
 _TAGS = {
     "a",
     "b",
@@ -47,6 +48,7 @@ _TAGS = {
     "h6",
     "hr",
     "i",
+    "input",
     "li",
     "ol",
     "p",
@@ -65,12 +67,17 @@ _TAGS = {
 _ATTRS = {
     "a": {"href", "title"},
     "span": {"class"},
+    "pre": {"class"},
     "div": {"class"},
     "code": {"class"},
 }
 # A table column's alignment: a class (the CSP allows no inline style), set by _align_classes.
 _ALIGN = {"align-left", "align-center", "align-right"}
-_CLASSES = {"th": _ALIGN, "td": _ALIGN}
+_CLASSES = {"th": _ALIGN, "td": _ALIGN, "li": {"task"}}
+# The only input the sanitiser keeps is a task list's disabled checkbox (see _task_lists).
+_INPUT_VALUES = {"input": {"checked": {"", "checked"}}}
+_INPUT_SET = {"input": {"type": "checkbox", "disabled": "disabled"}}
+_TASK = re.compile(r"\[([ xX])\] ")
 
 
 def _align_classes(state: Any) -> None:
@@ -83,6 +90,27 @@ def _align_classes(state: Any) -> None:
                 token.attrSet("class", "align-" + style.removeprefix("text-align:"))
 
 
+def _task_lists(state: Any) -> None:
+    """GitHub task lists: a list item whose text starts with "[ ] " or "[x] " gets a disabled
+    checkbox (an html_inline token: markdown-it renders it whatever its "html" option) instead."""
+    tokens = state.tokens
+    for i in range(2, len(tokens)):
+        inline = tokens[i]
+        if inline.type != "inline" or tokens[i - 1].type != "paragraph_open" or tokens[i - 2].type != "list_item_open":
+            continue
+        first = inline.children[0] if inline.children else None
+        match = _TASK.match(first.content) if first is not None and first.type == "text" else None
+        if first is None or match is None:
+            continue
+        first.content = first.content[match.end() :]
+        box = Token("html_inline", "", 0)
+        box.content = (
+            '<input type="checkbox" disabled checked> ' if match[1] != " " else '<input type="checkbox" disabled> '
+        )
+        inline.children.insert(0, box)
+        tokens[i - 2].attrSet("class", "task")
+
+
 def _highlight(code: str, lang: str, _attrs: Any) -> str:
     if not lang or len(code) > MAX_HIGHLIGHT:
         return ""
@@ -90,7 +118,9 @@ def _highlight(code: str, lang: str, _attrs: Any) -> str:
         lexer = get_lexer_by_name(lang.split()[0])
     except ClassNotFound:
         return ""
-    return str(pyg_highlight(code, lexer, _FORMATTER))
+    # One <pre> of our own: markdown-it keeps a highlight that starts with "<pre" as it is, and wraps
+    # anything else (pygments' <div class="hl"><pre>) in a <pre><code> of its own, a box in a box.
+    return f'<pre class="hl"><code>{pyg_highlight(code, lexer, _FORMATTER)}</code></pre>'
 
 
 @lru_cache(maxsize=1)
@@ -98,6 +128,7 @@ def _md() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.enable(["table", "strikethrough"])
     md.core.ruler.push("align_classes", _align_classes)
+    md.core.ruler.push("task_lists", _task_lists)
     md.options["highlight"] = _highlight
     return md
 
@@ -108,6 +139,8 @@ def sanitize(html: str) -> str:
         tags=_TAGS,
         attributes=_ATTRS,
         allowed_classes=_CLASSES,
+        tag_attribute_values=_INPUT_VALUES,
+        set_tag_attribute_values=_INPUT_SET,
         url_schemes={"http", "https", "mailto"},
         link_rel="noopener noreferrer nofollow",
     )
