@@ -268,12 +268,16 @@ def _model_of(message: dict[str, Any]) -> str:
     return f"{provider}/{model}" if provider and model else str(model or "")
 
 
-def shown_entry(raw: str, entry_id: str) -> Shown:
-    """Turn one stored JSON line into what the conversation draws."""
-    data = jsjson.loads(raw)
+def shown_entry(raw: str, entry_id: str, *, full: bool = False) -> Shown:
+    """Turn one stored JSON line into what the conversation draws (full: outputs uncut)."""
+    return shown_data(jsjson.loads(raw), entry_id, full=full)
+
+
+def shown_data(data: dict[str, Any], entry_id: str, *, full: bool = False) -> Shown:
+    """shown_entry of a line already parsed."""
     kind = data.get("type")
     if kind == "message":
-        message = data.get("message") if isinstance(data.get("message"), dict) else {}
+        message: dict[str, Any] = data["message"] if isinstance(data.get("message"), dict) else {}
         role = message.get("role")
         content = message.get("content")
         if role == "user":
@@ -289,13 +293,13 @@ def shown_entry(raw: str, entry_id: str) -> Shown:
                 note = f"Error: {message.get('errorMessage') or 'unknown error'}"
             return Shown(entry_id, "assistant", "Assistant", blocks, meta=_model_of(message), note=note)
         if role == "toolResult":
-            out = output_block(content, is_error=bool(message.get("isError")))
+            out = output_block(content, full=full, is_error=bool(message.get("isError")))
             return Shown(
                 entry_id, "tool", str(message.get("toolName", "tool")), [out, *_images(content)],
                 data={"call_id": message.get("toolCallId")},
             )  # fmt: skip
         if role == "bashExecution":
-            out = output_block(message.get("output"))
+            out = output_block(message.get("output"), full=full)
             exit_code = message.get("exitCode")
             note = "(cancelled)" if message.get("cancelled") else (f"(exit {exit_code})" if exit_code else "")
             return Shown(entry_id, "bash", f"$ {message.get('command', '')}", [out], note=note)
@@ -381,23 +385,3 @@ def image_block(raw: str, index: int) -> tuple[str, str] | None:
     if mime not in IMAGE_TYPES or not isinstance(b64, str) or not _B64.match(b64):
         return None
     return str(mime), b64
-
-
-def export_html(session: Any) -> str:
-    """One self-contained HTML file (pi's export): data embedded as base64 JSON, tree sidebar with
-    filters and search, conversation, deep links (?leafId=&targetId=), all working offline."""
-    import base64
-
-    from django.template.loader import render_to_string
-
-    from sessions_app.store import selectors
-
-    lines = list(selectors.export_lines(session=session))
-    payload = {
-        "header": jsjson.loads(lines[0]),
-        "entries": [jsjson.loads(line) for line in lines[1:]],
-        "leafId": session.leaf_id,
-    }
-    blob = base64.b64encode(jsjson.dumps(payload).encode()).decode()
-    title = session.name or session.first_message[:80] or session.public_id
-    return render_to_string("sessions_app/export.html", {"data": blob, "title": title, "css": pygments_css()})

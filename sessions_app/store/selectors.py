@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Container, Iterable, Iterator, Mapping
+from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -169,16 +169,43 @@ def tree_json(*, session: Session) -> bytes:
     return tree_nodes.tree_json(session=session, labels=labels(session=session))
 
 
-def export_lines(*, session: Session) -> Iterator[str]:
-    """The session as pi JSONL, one line (with its newline) at a time."""
+EXPORT_BATCH = 1000  # entries per query of an export (keyset pages: memory bounded by this)
+
+
+def entry_batches(
+    *, session: Session, fields: Sequence[str], batch: int | None = None, upto: int | None = None
+) -> Iterator[list[tuple[Any, ...]]]:
+    """The session's entries in file order, ``fields`` of each (the first must be "seq"), a list
+    of at most ``batch`` rows at a time: one short keyset query per batch (no cursor held open
+    between them), up to seq ``upto`` (default: the last entry there is at the first call): a
+    consistent prefix of an append-only session, whatever is appended meanwhile. batch:
+    EXPORT_BATCH by default."""
+    size = batch or EXPORT_BATCH
+    last = upto if upto is not None else Session.objects.filter(pk=session.pk).values_list("last_seq", flat=True)[0]
+    after = 0
+    while after < last:
+        rows = list(
+            Entry.objects.filter(session=session, seq__gt=after, seq__lte=last)
+            .order_by("seq")
+            .values_list(*fields)[:size]
+        )
+        if not rows:
+            return
+        yield rows
+        after = rows[-1][0]
+
+
+def export_lines(*, session: Session, batch: int | None = None, upto: int | None = None) -> Iterator[str]:
+    """The session as pi JSONL, one line (with its newline) at a time, read in batches: up to seq
+    ``upto`` (entry_batches), so the file is whole whatever is appended while the lines go out."""
     yield session.header_raw + "\n"
     extra = sorted(((int(after), raw) for after, raw in session.extra_headers), key=lambda item: item[0])
     k = 0
-    rows = Entry.objects.filter(session=session).order_by("seq").values_list("seq", "raw")
-    for seq, raw in rows.iterator(chunk_size=2000):
-        while k < len(extra) and extra[k][0] < seq:
-            yield extra[k][1] + "\n"
-            k += 1
-        yield raw + "\n"
+    for rows in entry_batches(session=session, fields=("seq", "raw"), batch=batch, upto=upto):
+        for seq, raw in rows:
+            while k < len(extra) and extra[k][0] < seq:
+                yield extra[k][1] + "\n"
+                k += 1
+            yield raw + "\n"
     for _, raw in extra[k:]:
         yield raw + "\n"

@@ -38,7 +38,7 @@ from sessions_app.core import jsjson
 from sessions_app.core import treeview as tv
 from sessions_app.core.clock import now_ms
 from sessions_app.core.tree import TEXTLESS_PREFIX, editor_text
-from sessions_app.errors import EntryNotFound, ImportNotFound, InvalidRequest
+from sessions_app.errors import EntryNotFound, ExportTooLarge, ImportNotFound, InvalidRequest
 from sessions_app.models import Session, ShareLink
 from sessions_app.render import markup
 from sessions_app.store import explorer, selectors, services, shares
@@ -649,10 +649,14 @@ def session_delete(request: HtmxHttpRequest, session: Session) -> HttpResponse:
 @require_GET
 @session_view
 def export_jsonl(request: HtmxHttpRequest, session: Session) -> StreamingHttpResponse:
-    return exports.jsonl_response(session)
+    return exports.jsonl_response(request, session)
 
 
 @require_GET
 @session_view
-def export_page(request: HtmxHttpRequest, session: Session) -> HttpResponse:
-    return exports.html_response(session)
+def export_page(request: HtmxHttpRequest, session: Session) -> HttpResponseBase:
+    try:
+        return exports.html_response(request, session)
+    except ExportTooLarge as exc:
+        context = {"session": session, "message": exc.message, "jsonl": exc.extra["jsonl"]}
+        return render(request, "sessions_app/export_too_large.html", context, status=exc.status)
