@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Protocol
@@ -156,6 +156,30 @@ def code(text: str, lang: str = "") -> SafeString:
     if highlighted:
         return mark_safe(sanitize(highlighted))
     return mark_safe(f'<pre class="plain"><code>{escape(text)}</code></pre>')
+
+
+def mark_words(text: str, words: Sequence[str]) -> SafeString:
+    """text, escaped, with every occurrence of each (lower-case) word in a <mark> (search hits)."""
+    low = text.lower()
+    spans = sorted((at, at + len(w)) for w in words if w for at in _occurrences(low, w) if len(low) == len(text))
+    out: list[str] = []
+    pos = 0
+    for start, end in spans:
+        if end <= pos:
+            continue
+        start = max(start, pos)
+        out.append(escape(text[pos:start]))
+        out.append(f"<mark>{escape(text[start:end])}</mark>")
+        pos = end
+    out.append(escape(text[pos:]))
+    return mark_safe("".join(out))
+
+
+def _occurrences(text: str, word: str) -> Iterator[int]:
+    at = text.find(word)
+    while at >= 0:
+        yield at
+        at = text.find(word, at + len(word))
 
 
 def pretty_json(value: Any) -> str:

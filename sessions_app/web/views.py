@@ -29,7 +29,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
-from django_htmx.http import HttpResponseClientRedirect, HttpResponseLocation, HttpResponseStopPolling
+from django_htmx.http import HttpResponseClientRedirect, HttpResponseLocation, HttpResponseStopPolling, replace_url
 from django_htmx.middleware import HtmxDetails
 
 from sessions_app.access import audit, permissions, teams
@@ -273,14 +273,17 @@ class Presenter:
         view_leaf: str | None,
         focus: str | None,
         mode: str,
+        q: str = "",
     ) -> None:
         self.reader, self.session, self.rows, self.labels, self.on_path = reader, reader.session, rows, labels, on_path
-        self.view_leaf, self.focus, self.mode = view_leaf, focus, mode
+        self.view_leaf, self.focus, self.mode, self.q = view_leaf, focus, mode, q
+        self.words = tv.search_words(q)
 
     def open_url(self, node: str) -> str:
+        """The page at this node; a search's results keep the search (and its next and previous)."""
         if node in self.on_path and self.view_leaf:
-            return self.reader.url(leaf=self.view_leaf, target=node, filter=self.mode)
-        return self.reader.url(target=node, filter=self.mode)
+            return self.reader.url(leaf=self.view_leaf, target=node, filter=self.mode, q=self.q)
+        return self.reader.url(target=node, filter=self.mode, q=self.q)
 
     def node(self, node_id: str) -> dict[str, Any]:
         row = self.rows[node_id]
@@ -297,6 +300,7 @@ class Presenter:
             "url": self.open_url(node_id),
             "type": row.type,
             "role": row.role,
+            "marked": markup.mark_words(row_text(row), self.words) if self.words else None,
         }
 
     def items(self, items: Iterable[tv.Item]) -> list[dict[str, Any]]:
@@ -344,8 +348,10 @@ def detail_context(request: HtmxHttpRequest, reader: Reader, params: dict[str, A
         view_leaf=leaf_id,
         focus=target_id,
         mode=params["mode"],
+        q=params["q"],
     )
     shown = markup.shown_path(data.conversation)
+    results = [pres.node(r.id) for r in data.tree.results]
     return {
         "session": session,
         "can": reader.can,
@@ -358,7 +364,8 @@ def detail_context(request: HtmxHttpRequest, reader: Reader, params: dict[str, A
         "tree": data.tree,
         "tree_items": pres.items(data.tree.items),
         "tree_roots": [pres.branch(b, 1) for b in data.tree.roots],
-        "results": [pres.node(r.id) for r in data.tree.results],
+        "results": results,
+        "hit": _search_hit(results, target_id),
         "shown": _decorate(reader, shown, data.siblings, data.labels, leaf_id, params["mode"]),
         "following": leaf_id == session.leaf_id,
         "more_above": data.conv_more_above,
@@ -372,6 +379,16 @@ def detail_context(request: HtmxHttpRequest, reader: Reader, params: dict[str, A
         "labels_used": sorted(set(data.labels.values())),
         "when": _when(session),
     }
+
+
+def _search_hit(results: list[dict[str, Any]], target_id: str | None) -> dict[str, Any] | None:
+    """Where the open entry is among a search's results: its place, and the previous and next
+    results' URLs (which keep the search), wrapping around."""
+    ids = [r["id"] for r in results]
+    if target_id not in ids:
+        return None
+    at = ids.index(target_id)
+    return {"n": at + 1, "prev": results[at - 1]["url"], "next": results[(at + 1) % len(results)]["url"]}
 
 
 def _can(request: HtmxHttpRequest, session: Session) -> dict[str, bool]:
@@ -419,10 +436,15 @@ def _decorate(
 @vary_on_headers("HX-Request", "HX-Target")
 @session_view
 def session_detail(request: HtmxHttpRequest, session: Session) -> HttpResponse:
-    context = detail_context(request, user_reader(request, session), _place_params(request))
+    reader, params = user_reader(request, session), _place_params(request)
+    context = detail_context(request, reader, params)
     if request.htmx and request.htmx.target in ("explorer", "tree-body", "conversation"):
         part = {"explorer": "explorer", "tree-body": "tree-body", "conversation": "conversation"}[request.htmx.target]
-        return render(request, f"sessions_app/session_detail.html#{part}", context)
+        response = render(request, f"sessions_app/session_detail.html#{part}", context)
+        if part == "tree-body":  # a search or a filter: in the address bar, for a reload or a link
+            where = {"leaf": params["leaf"], "target": params["target"], "filter": params["mode"], "q": params["q"]}
+            replace_url(response, reader.url(**where))
+        return response
     context.update(chat_views.composer_context(session, draft=context["draft"]))
     audit.audit_record(action="session.open", obj_type="session", obj_id=session.public_id)
     return render(request, "sessions_app/session_detail.html", context)

@@ -66,7 +66,7 @@ def test_the_export_is_interactive_offline(login, server, tmp_path):
     assert offline.locator("#conv pre.hl").count() == 1
     shot(offline, "export-go")
 
-    # Switch branch from the conversation: ‹ at "And in Go?" (2/2) goes to "And in Rust?".
+    # Switch branch from the conversation: the previous-branch button at "And in Go?" (2/2) goes to "And in Rust?".
     go = offline.locator(f"#entry-{ids['u2b']}")
     assert go.locator(".sib-pos").inner_text() == "2/2"
     go.locator(".sibs button").first.click()
