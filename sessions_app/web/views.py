@@ -29,7 +29,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
-from django_htmx.http import HttpResponseClientRedirect, HttpResponseLocation, HttpResponseStopPolling, replace_url
+from django_htmx.http import HttpResponseClientRedirect, HttpResponseLocation, HttpResponseStopPolling
 from django_htmx.middleware import HtmxDetails
 
 from sessions_app.access import audit, permissions, teams
@@ -436,15 +436,10 @@ def _decorate(
 @vary_on_headers("HX-Request", "HX-Target")
 @session_view
 def session_detail(request: HtmxHttpRequest, session: Session) -> HttpResponse:
-    reader, params = user_reader(request, session), _place_params(request)
-    context = detail_context(request, reader, params)
+    context = detail_context(request, user_reader(request, session), _place_params(request))
     if request.htmx and request.htmx.target in ("explorer", "tree-body", "conversation"):
         part = {"explorer": "explorer", "tree-body": "tree-body", "conversation": "conversation"}[request.htmx.target]
-        response = render(request, f"sessions_app/session_detail.html#{part}", context)
-        if part == "tree-body":  # a search or a filter: in the address bar, for a reload or a link
-            where = {"leaf": params["leaf"], "target": params["target"], "filter": params["mode"], "q": params["q"]}
-            replace_url(response, reader.url(**where))
-        return response
+        return render(request, f"sessions_app/session_detail.html#{part}", context)
     context.update(chat_views.composer_context(session, draft=context["draft"]))
     audit.audit_record(action="session.open", obj_type="session", obj_id=session.public_id)
     return render(request, "sessions_app/session_detail.html", context)

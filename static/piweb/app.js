@@ -150,6 +150,20 @@
     box.setSelectionRange(box.value.length, box.value.length);
   }
 
+  // A search or a filter chosen in the tree's form goes to the address bar (the rest of the URL as
+  // it is now), so a reload or a copied link brings it back.
+  function rememberTreeForm(ev) {
+    var target = ev.detail && ev.detail.target;
+    var form = document.getElementById("tree-form");
+    if (!target || target.id !== "tree-body" || !document.body.contains(target) || !form) return;
+    var url = new URL(location.href), q = form.querySelector("input[name=q]").value.trim();
+    var f = form.querySelector("input[name=filter]:checked");
+    if (q) url.searchParams.set("q", q); else url.searchParams.delete("q");
+    if (f && f.value !== "default") url.searchParams.set("filter", f.value); else url.searchParams.delete("filter");
+    if (url.href !== location.href) history.replaceState(history.state, "", url.href);
+  }
+  document.addEventListener("htmx:afterSwap", rememberTreeForm);
+
   document.addEventListener("keydown", function (ev) {
     var t = tree();
     if (!t) return;

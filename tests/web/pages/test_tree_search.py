@@ -1,5 +1,6 @@
 """The tree's search on the session page: matches marked, a result opened keeps the search with its
-previous and next, and the search and the filter stay in the address bar (web/views.py)."""
+previous and next, and a URL with a search and a filter restores both (web/views.py; the browser
+test tests/browser/test_tree_search.py drives the keys and the address bar)."""
 
 from __future__ import annotations
 
@@ -43,17 +44,6 @@ def test_an_open_result_has_its_place_and_the_previous_and_next(alice_client, tr
     assert "2 of 2 matches" in html
     html = alice_client.get(detail(tree, target=ids["a1"], q="and in")).content.decode()
     assert "2 matches" in html and "of 2 matches" not in html and "data-search-next" not in html
-
-
-def test_the_search_and_the_filter_go_to_the_address_bar(htmx_client, tree):
-    sid = tree.session.public_id
-    r = htmx_client.get(detail(tree, leaf="", target="", filter="user-only", q=""), headers={"HX-Target": "tree-body"})
-    assert r.status_code == 200 and "<html" not in r.content.decode()
-    assert r["HX-Replace-Url"] == f"/sessions/{sid}/?filter=user-only"
-    r = htmx_client.get(
-        detail(tree, target=tree.ids["u1"], filter="default", q="rust"), headers={"HX-Target": "tree-body"}
-    )
-    assert r["HX-Replace-Url"] == f"/sessions/{sid}/?target={tree.ids['u1']}&q=rust"
 
 
 def test_a_url_with_a_filter_and_a_search_restores_both(alice_client, tree):
