@@ -153,9 +153,10 @@
   // A search or a filter chosen in the tree's form goes to the address bar (the rest of the URL as
   // it is now), so a reload or a copied link brings it back.
   function rememberTreeForm(ev) {
-    var target = ev.detail && ev.detail.target;
-    var form = document.getElementById("tree-form");
-    if (!target || target.id !== "tree-body" || !document.body.contains(target) || !form) return;
+    // The swapped-in tree (htmx fires afterSwap on the new element); a late answer to a form the
+    // explorer has since replaced lands outside the page and counts for nothing.
+    var body = ev.detail && ev.detail.elt, form = document.getElementById("tree-form");
+    if (!body || body.id !== "tree-body" || !document.body.contains(body) || !form) return;
     var url = new URL(location.href), q = form.querySelector("input[name=q]").value.trim();
     var f = form.querySelector("input[name=filter]:checked");
     if (q) url.searchParams.set("q", q); else url.searchParams.delete("q");
