@@ -164,6 +164,12 @@
     if (url.href !== location.href) history.replaceState(history.state, "", url.href);
   }
   document.addEventListener("htmx:afterSwap", rememberTreeForm);
+  // The tree form reloads the tree on "input" from the search box (debounced) and on "change" from
+  // the filters; the box's own "change", when it loses the focus, would reload it once more, behind
+  // whatever the user did meanwhile (a fold, a result opened).
+  document.addEventListener("change", function (ev) {
+    if (ev.target.matches && ev.target.matches("[data-tree-search]")) ev.stopPropagation();
+  }, true);
 
   document.addEventListener("keydown", function (ev) {
     var t = tree();
