@@ -248,6 +248,10 @@ PIWEB_BACKGROUND_CHECKPOINT_BYTES = env_int("PIWEB_BACKGROUND_CHECKPOINT_BYTES",
 # SQLite: each process checkpoints the WAL in a thread this often (ms) instead of in the commit
 # that crosses 1,000 pages (sessions_app/checkpoint.py); 0: SQLite's own, inline.
 PIWEB_WAL_CHECKPOINT_MS = env_int("PIWEB_WAL_CHECKPOINT_MS", 250)
+
+# An HTML export of a session with more entries than this is refused, with a link to its JSONL
+# export (which streams any size): the browser that opens the file must hold all of it.
+PIWEB_EXPORT_HTML_MAX_ENTRIES = env_int("PIWEB_EXPORT_HTML_MAX_ENTRIES", 200_000)
 # Imports from the session list run in a thread with progress; false: in the request (tests).
 PIWEB_IMPORT_BACKGROUND = env_bool("PIWEB_IMPORT_BACKGROUND", True)
 

@@ -16,7 +16,8 @@ from typing import Any
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.paginator import Page, Paginator
 from django.db import connection
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet, Value
+from django.db.models.functions import Coalesce, Lower, NullIf
 
 from sessions_app.core import treeview as tv
 from sessions_app.core.tree import TEXTLESS_PREFIX, labels_in_force
@@ -480,10 +481,12 @@ def siblings_for(
 
 # --- session list ------------------------------------------------------------------------------
 
-SORTS = {
+# "name" is the name the list shows: the session_info name, else the first message (case folded).
+SHOWN_NAME = Lower(Coalesce(NullIf("name", Value("")), "first_message"))
+SORTS: dict[str, tuple[str | Lower, ...]] = {
     "modified": ("-modified_ms", "-id"),
     "created": ("-created", "-id"),
-    "name": ("name", "first_message", "id"),
+    "name": (SHOWN_NAME, "id"),
     "messages": ("-message_count", "-id"),
 }
 

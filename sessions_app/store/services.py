@@ -155,9 +155,10 @@ def build_entry(payload: Mapping[str, Any], *, entry_id: str, parent_id: str | N
 
 
 @transaction.atomic
-def session_create(*, owner: User, name: str | None = None, cwd: str = "") -> Session:
+def session_create(*, owner: User, name: str | None = None, cwd: str = "", created: str | None = None) -> Session:
+    """A new empty session (its header made as pi makes it; created: its timestamp, default now)."""
     header: dict[str, Any] = {
-        "type": "session", "version": 3, "id": str(uuid.uuid4()), "timestamp": now_iso(), "cwd": cwd,
+        "type": "session", "version": 3, "id": str(uuid.uuid4()), "timestamp": created or now_iso(), "cwd": cwd,
     }  # fmt: skip
     session = Session.objects.create(
         public_id=header["id"],

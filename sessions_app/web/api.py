@@ -115,7 +115,13 @@ def session_delete(request: HttpRequest, session_id: str) -> Status[None]:
 
 @router.get("/{session_id}/export.jsonl", url_name="session_export")
 def session_export(request: HttpRequest, session_id: str) -> StreamingHttpResponse:
-    return exports.jsonl_response(_session(request, session_id))
+    return exports.jsonl_response(request, _session(request, session_id))
+
+
+@router.get("/{session_id}/export.html", url_name="session_export_html", response={409: ErrorOut})
+def session_export_html(request: HttpRequest, session_id: str) -> StreamingHttpResponse:
+    """pi's self-contained HTML export; 409 (with the JSONL export's URL) above the size guard."""
+    return exports.html_response(request, _session(request, session_id))
 
 
 @router.get("/{session_id}/context", response=ContextOut, url_name="session_context")

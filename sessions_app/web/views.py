@@ -37,7 +37,7 @@ from sessions_app.core import jsjson, piformat
 from sessions_app.core import treeview as tv
 from sessions_app.core.clock import now_ms
 from sessions_app.core.tree import TEXTLESS_PREFIX, editor_text
-from sessions_app.errors import EntryNotFound, ImportNotFound, InvalidRequest
+from sessions_app.errors import EntryNotFound, ExportTooLarge, ImportNotFound, InvalidRequest
 from sessions_app.models import Session, ShareLink
 from sessions_app.render import markup
 from sessions_app.store import explorer, selectors, services, shares
@@ -275,14 +275,17 @@ class Presenter:
         focus: str | None,
         mode: str,
         current: str | None,
+        q: str = "",
     ) -> None:
         self.reader, self.session, self.rows, self.labels, self.on_path = reader, reader.session, rows, labels, on_path
-        self.view_leaf, self.focus, self.mode, self.current = view_leaf, focus, mode, current
+        self.view_leaf, self.focus, self.mode, self.current, self.q = view_leaf, focus, mode, current, q
+        self.words = tv.search_words(q)
 
     def open_url(self, node: str) -> str:
+        """The page at this node; a search's results keep the search (and its next and previous)."""
         if node in self.on_path and self.view_leaf:
-            return self.reader.url(leaf=self.view_leaf, target=node, filter=self.mode)
-        return self.reader.url(target=node, filter=self.mode)
+            return self.reader.url(leaf=self.view_leaf, target=node, filter=self.mode, q=self.q)
+        return self.reader.url(target=node, filter=self.mode, q=self.q)
 
     def node(self, node_id: str) -> dict[str, Any]:
         row = self.rows[node_id]
@@ -299,6 +302,7 @@ class Presenter:
             "url": self.open_url(node_id),
             "type": row.type,
             "role": row.role,
+            "marked": markup.mark_words(row_text(row), self.words) if self.words else None,
         }
 
     def items(self, items: Iterable[tv.Item]) -> list[dict[str, Any]]:
@@ -347,8 +351,10 @@ def detail_context(request: HtmxHttpRequest, reader: Reader, params: dict[str, A
         focus=target_id,
         mode=params["mode"],
         current=place.session_leaf,
+        q=params["q"],
     )
     shown = markup.shown_path(data.conversation)
+    results = [pres.node(r.id) for r in data.tree.results]
     return {
         "session": session,
         "can": reader.can,
@@ -361,7 +367,8 @@ def detail_context(request: HtmxHttpRequest, reader: Reader, params: dict[str, A
         "tree": data.tree,
         "tree_items": pres.items(data.tree.items),
         "tree_roots": [pres.branch(b, 1) for b in data.tree.roots],
-        "results": [pres.node(r.id) for r in data.tree.results],
+        "results": results,
+        "hit": _search_hit(results, target_id),
         "shown": _decorate(reader, shown, data.siblings, data.labels, leaf_id, params["mode"], place.session_leaf),
         "following": leaf_id == place.session_leaf,
         "more_above": data.conv_more_above,
@@ -375,6 +382,16 @@ def detail_context(request: HtmxHttpRequest, reader: Reader, params: dict[str, A
         "labels_used": sorted(set(data.labels.values())),
         **header.title_context(request, reader),
     }
+
+
+def _search_hit(results: list[dict[str, Any]], target_id: str | None) -> dict[str, Any] | None:
+    """Where the open entry is among a search's results: its place, and the previous and next
+    results' URLs (which keep the search), wrapping around."""
+    ids = [r["id"] for r in results]
+    if target_id not in ids:
+        return None
+    at = ids.index(target_id)
+    return {"n": at + 1, "prev": results[at - 1]["url"], "next": results[(at + 1) % len(results)]["url"]}
 
 
 def _can(request: HtmxHttpRequest, session: Session) -> dict[str, bool]:
@@ -684,10 +701,14 @@ def session_delete(request: HtmxHttpRequest, session: Session) -> HttpResponse:
 @require_GET
 @session_view
 def export_jsonl(request: HtmxHttpRequest, session: Session) -> StreamingHttpResponse:
-    return exports.jsonl_response(session)
+    return exports.jsonl_response(request, session)
 
 
 @require_GET
 @session_view
-def export_page(request: HtmxHttpRequest, session: Session) -> HttpResponse:
-    return exports.html_response(session)
+def export_page(request: HtmxHttpRequest, session: Session) -> HttpResponseBase:
+    try:
+        return exports.html_response(request, session)
+    except ExportTooLarge as exc:
+        context = {"session": session, "message": exc.message, "jsonl": exc.extra["jsonl"]}
+        return render(request, "sessions_app/export_too_large.html", context, status=exc.status)

@@ -112,14 +112,72 @@
     input.focus();
   }
 
+  // The search box: ↓ and ↑ move through the matches, Enter opens the chosen one (or, on the one
+  // already open, the next); the page keeps the search, and the focus comes back to the box.
+  var searchNav = false;
+  function searchResults() {
+    var t = tree();
+    return t ? Array.prototype.slice.call(t.querySelectorAll(".results li.node")) : [];
+  }
+  function onSearchKey(ev) {
+    var k = ev.key;
+    if (k !== "ArrowDown" && k !== "ArrowUp" && k !== "Enter") return false;
+    ev.preventDefault();
+    var rows = searchResults();
+    if (!rows.length) {  // no search (or no match): into the tree
+      if (k === "ArrowUp") return true;
+      var t = tree();
+      t.focus();
+      if (!selected()) select(visibleRows()[0]);
+      return true;
+    }
+    var cur = selected(), i = rows.indexOf(cur);
+    if (k === "Enter") {
+      var pick = i >= 0 && !cur.classList.contains("focus") ? cur : rows[(i + 1) % rows.length];
+      select(pick);
+      var a = pick.querySelector("a.txt");
+      if (a) { searchNav = true; a.click(); }
+      return true;
+    }
+    select(k === "ArrowDown" ? rows[(i + 1) % rows.length] : rows[(i - 1 + rows.length) % rows.length]);
+    return true;
+  }
+  function refocusSearch() {
+    if (!searchNav) return;
+    searchNav = false;
+    var box = document.querySelector("[data-tree-search]");
+    if (!box) return;
+    box.focus();
+    box.setSelectionRange(box.value.length, box.value.length);
+  }
+
+  // A search or a filter chosen in the tree's form goes to the address bar (the rest of the URL as
+  // it is now), so a reload or a copied link brings it back.
+  function rememberTreeForm(ev) {
+    // The swapped-in tree (htmx fires afterSwap on the new element); a late answer to a form the
+    // explorer has since replaced lands outside the page and counts for nothing.
+    var body = ev.detail && ev.detail.elt, form = document.getElementById("tree-form");
+    if (!body || body.id !== "tree-body" || !document.body.contains(body) || !form) return;
+    var url = new URL(location.href), q = form.querySelector("input[name=q]").value.trim();
+    var f = form.querySelector("input[name=filter]:checked");
+    if (q) url.searchParams.set("q", q); else url.searchParams.delete("q");
+    if (f && f.value !== "default") url.searchParams.set("filter", f.value); else url.searchParams.delete("filter");
+    if (url.href !== location.href) history.replaceState(history.state, "", url.href);
+  }
+  document.addEventListener("htmx:afterSwap", rememberTreeForm);
+  // The tree form reloads the tree on "input" from the search box (debounced) and on "change" from
+  // the filters; the box's own "change", when it loses the focus, would reload it once more, behind
+  // whatever the user did meanwhile (a fold, a result opened).
+  document.addEventListener("change", function (ev) {
+    if (ev.target.matches && ev.target.matches("[data-tree-search]")) ev.stopPropagation();
+  }, true);
+
   document.addEventListener("keydown", function (ev) {
     var t = tree();
     if (!t) return;
     var tag = (ev.target.tagName || "").toLowerCase();
     var typing = tag === "input" || tag === "textarea" || tag === "select" || ev.target.isContentEditable;
-    if (ev.target.matches && ev.target.matches("[data-tree-search]") && (ev.key === "ArrowDown" || ev.key === "Enter")) {
-      ev.preventDefault(); t.focus(); if (!selected()) select(visibleRows()[0]); return;
-    }
+    if (ev.target.matches && ev.target.matches("[data-tree-search]") && onSearchKey(ev)) return;
     if (typing || ev.ctrlKey || ev.metaKey || ev.altKey) return;
     if (t.contains(document.activeElement) || document.activeElement === t || document.activeElement === document.body) {
       if (ev.key === "/") { var s = document.querySelector("[data-tree-search]"); if (s) { ev.preventDefault(); s.focus(); } return; }
@@ -177,6 +235,7 @@
     var el = ev.detail && ev.detail.elt;
     if (el && (el.id === "explorer")) {
       focusPage();
+      refocusSearch();
       if (el.hasAttribute("data-following")) notice(false);
       var conv = document.getElementById("conversation");
       if (live.scrollEnd && conv) conv.scrollTop = conv.scrollHeight;
