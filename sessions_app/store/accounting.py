@@ -134,10 +134,9 @@ def sessions_baseline() -> int:
     owner and team): sessions stored before it began. How many were recorded."""
     known = audited(_records())
     recorded = 0
-    for public_id, owner_id, team in (
-        Session.objects.filter(staging__isnull=True)
-        .order_by("pk")
-        .values_list("public_id", "owner_id", "team__public_id")
+    # (no filter on later columns, such as staging: migration 0008 runs this before they exist)
+    for public_id, owner_id, team in Session.objects.order_by("pk").values_list(
+        "public_id", "owner_id", "team__public_id"
     ):
         if public_id not in known:
             after = {"owner": owner_id, "team": _public(team)}
