@@ -211,7 +211,8 @@ class _Check:
                 continue
             # The intake keeps each line's source to compare repeated ids, which a stored session
             # cannot have (a unique constraint): dropping it keeps memory off the lines' size.
-            placed = add(item._replace(source=_NO_SOURCE, start=0, end=0))
+            # (offset -1: no file to read a line again from; a repeated id compares empty texts)
+            placed = add(item._replace(source=_NO_SOURCE, start=0, end=0, offset=-1))
             if placed is not None:
                 compare(placed, stored)
             else:

@@ -118,7 +118,9 @@ def test_every_page_and_read_route_takes_any_entry_id(alice_client, id_list):
     )
     assert sorted(unescape(i) for i, _ in rows) == sorted(id_list)
     for shown_id, href in rows:
-        assert f'data-target="{shown_id}"' in fragment(alice_client, unescape(href), "explorer")
+        # (a label entry is bookkeeping: its row opens the message it labels, its nearest real entry)
+        opened = escape(ids["image"]) if unescape(shown_id) == ids["label"] else shown_id
+        assert f'data-target="{opened}"' in fragment(alice_client, unescape(href), "explorer")
     # Every lazy load and route that names an entry
     for entry_id in id_list:
         page(alice_client, reverse("sessions:tree_gap", args=[sid]), node=entry_id, up="1", leaf=ids["image"])
@@ -148,7 +150,8 @@ def test_every_page_and_read_route_takes_any_entry_id(alice_client, id_list):
     for url in re.findall(r'hx-get="([^"]*)"[^>]*>Show all<', html):
         assert "line 119" in page(anon, unescape(url))
     for role in ("call", "tool", "bash", "image", "label"):
-        assert f'data-target="{escape(ids[role])}"' in fragment(anon, shared, "explorer", target=ids[role])
+        opened = ids["image"] if role == "label" else ids[role]  # (a label opens its nearest real entry)
+        assert f'data-target="{escape(opened)}"' in fragment(anon, shared, "explorer", target=ids[role])
         page(anon, reverse("settings:shared_tree_gap", args=[token]), node=ids[role])
         page(anon, reverse("settings:shared_earlier", args=[token]), before=ids[role])
         ok(anon.get(reverse("settings:shared_output", args=[token, ids[role]])))

@@ -55,8 +55,12 @@ def _reachable(owner: User, source_id: str) -> Session | None:
     return None
 
 
-def server_id(source_id: str) -> str:
-    """The server id for a new session of pi's id source_id: that id if free, else a new UUID."""
-    if Session.objects.filter(public_id=source_id).exists():
-        return str(uuid.uuid4())
-    return source_id
+def server_id(*, owner: User, source_id: str) -> str | None:
+    """The server id for a new session of pi's id source_id: that id if free, a new UUID if a
+    session the importer cannot reach holds it; None if one they reach does (another import of
+    theirs stored it meanwhile: the caller looks again, and finds it)."""
+    if not Session.objects.filter(public_id=source_id).exists():
+        return source_id
+    if _reachable(owner, source_id) is not None:
+        return None
+    return str(uuid.uuid4())

@@ -236,9 +236,12 @@ def _require_reimport(user: User, session: Session) -> None:
 
 
 def _new_session(owner: User, header: Header) -> Session:
+    public_id = identity.server_id(owner=owner, source_id=header.obj["id"])
+    if public_id is None:
+        raise _Raced()  # another import of the file, by this importer, stored its session meanwhile
     cwd = header.obj.get("cwd")
     return Session(
-        public_id=identity.server_id(header.obj["id"]),
+        public_id=public_id,
         source_id=header.obj["id"],
         owner=owner,
         header_raw=header.raw
