@@ -101,7 +101,7 @@ _watched_lock = threading.Lock()
 
 def connection_created(sender: Any, connection: Any, **kwargs: Any) -> None:
     """Receiver of Django's connection_created: SQLite database files get a watcher, and their
-    connections count the threads waiting for the write lock (writelock.py)."""
+    connections announce their BEGINs to imports waiting to make way (writelock.py)."""
     writelock.install(connection)
     interval = settings.PIWEB_WAL_CHECKPOINT_MS / 1000
     if connection.vendor != "sqlite" or interval <= 0 or connection.is_in_memory_db():

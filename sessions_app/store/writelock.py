@@ -1,40 +1,60 @@
-"""SQLite's one write lock: how many threads of this process are waiting for it.
+"""SQLite's one write lock: whether another writer, in any process of this host, waits for it.
 
 A writer that finds the lock taken polls for it (SQLite's busy handler: after its first ~0.3 s,
-every 100 ms), so a long import could keep another writer out for as long as it writes. The
-import lets the lock go between batches when a thread of this process waits for it (it knows:
-every BEGIN of a SQLite connection is counted here), and, for writers in other processes it cannot
-see, for 110 ms after each second it held it (store/importing/pipeline.py).
+every 100 ms), so a long import could keep another writer out for as long as it writes. So every
+BEGIN of a SQLite connection holds a shared flock on "<database>.writers" until it returns (most of
+that time it waits for the write lock), and the import, between two batches, asks for that flock
+exclusively without blocking: refused, some writer waits, and the import lets the lock go until
+that writer has it (store/importing/pipeline.py). SQLite's WAL mode works on one host only, so a
+file lock sees every writer there can be.
 """
 
 from __future__ import annotations
 
-import threading
+import fcntl
+import os
+import weakref
 from typing import Any
 
-_count = 0
-_lock = threading.Lock()
+FD = "piweb_writers_fd"  # the connection's descriptor of its "<database>.writers" file
 
 
-def waiting() -> int:
-    """Threads of this process in a BEGIN that has not returned (most of them wait for the lock)."""
-    return _count
+def _fd(connection: Any) -> int | None:
+    fd: int | None = getattr(connection, FD, None)
+    if fd is None and connection.vendor == "sqlite" and not connection.is_in_memory_db():
+        fd = os.open(f"{connection.settings_dict['NAME']}.writers", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        setattr(connection, FD, fd)
+        weakref.finalize(connection, os.close, fd)
+    return fd
 
 
-def _counted(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-    global _count
+def waiting(connection: Any) -> bool:
+    """Whether a writer (another connection, here or in another process) is in a BEGIN."""
+    fd = _fd(connection)
+    if fd is None:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    return False
+
+
+def _announced(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
     if not sql.startswith("BEGIN"):
         return execute(sql, params, many, context)
-    with _lock:
-        _count += 1
+    fd = _fd(context["connection"])
+    if fd is None:
+        return execute(sql, params, many, context)
+    fcntl.flock(fd, fcntl.LOCK_SH)
     try:
         return execute(sql, params, many, context)
     finally:
-        with _lock:
-            _count -= 1
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def install(connection: Any) -> None:
-    """Count this (Django) SQLite connection's BEGINs; once per connection."""
-    if connection.vendor == "sqlite" and _counted not in connection.execute_wrappers:
-        connection.execute_wrappers.append(_counted)
+    """Announce this (Django) SQLite connection's BEGINs; once per connection."""
+    if connection.vendor == "sqlite" and _announced not in connection.execute_wrappers:
+        connection.execute_wrappers.append(_announced)

@@ -474,7 +474,6 @@ def _write(
     reported = 0
     raw_at = rows.COLUMNS.index("raw")
     vendor = connection.vendor
-    held = 0.0
     with gcpause.paused():
         for kind, payload in messages:
             if kind == "rows":
@@ -488,14 +487,13 @@ def _write(
                         size += raw[1] - raw[0]
                 digest = rows.hash_rows(key, payload, tree.chains, digest)
                 for at in range(0, len(payload), WRITE_ROWS):
-                    started = time.monotonic()
                     with transaction.atomic(), connection.cursor() as cursor:
                         rows.insert_rows(cursor, payload[at : at + WRITE_ROWS], vendor=vendor, raw_bytes=True)
                         cursor.execute(
                             "UPDATE sessions_app_session SET updated_at = %s WHERE id = %s",
                             [connection.ops.adapt_datetimefield_value(timezone.now()), pk],
                         )
-                    held = _make_way(held + time.monotonic() - started)
+                    _make_way()
                 source.read(size)
             elif kind == "progress":
                 reported += payload
@@ -511,25 +509,17 @@ def _write(
 WRITE_ROWS = 1000  # rows per transaction
 # SQLite has one write lock, and a writer that finds it taken polls for it (its busy handler),
 # after its first ~0.3 s every 100 ms. Between two transactions the import lets the lock go while
-# a thread of this process waits for it (store/writelock.py), up to YIELD_S; and, for writers of
-# other processes, for YIELD_S after each YIELD_AFTER_S it held the lock.
-YIELD_AFTER_S = 0.8
-YIELD_S = 0.11
+# another writer, of any process, waits for it (store/writelock.py), up to YIELD_S.
+YIELD_S = 0.25
 
 
-def _make_way(held: float) -> float:
-    """Time the lock was held since the last pause, after pausing if another writer may wait."""
+def _make_way() -> None:
+    """Lets another writer have SQLite's write lock between two batches, if one waits for it."""
     if connection.vendor != "sqlite" or connection.in_atomic_block:
-        return 0.0
-    if writelock.waiting():
-        deadline = time.monotonic() + YIELD_S
-        while writelock.waiting() and time.monotonic() < deadline:
-            time.sleep(0.002)
-        return 0.0
-    if held < YIELD_AFTER_S:
-        return held
-    time.sleep(YIELD_S)
-    return 0.0
+        return
+    deadline = time.monotonic() + YIELD_S
+    while writelock.waiting(connection) and time.monotonic() < deadline:
+        time.sleep(0.002)
 
 
 def _finish(session: Session, *, owner: User, size: int, source_path: str, created: bool, added: int) -> None:
