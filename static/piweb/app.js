@@ -158,7 +158,8 @@
     // explorer has since replaced lands outside the page and counts for nothing.
     var body = ev.detail && ev.detail.elt, form = document.getElementById("tree-form");
     if (!body || body.id !== "tree-body" || !document.body.contains(body) || !form) return;
-    var url = new URL(location.href), q = form.querySelector("input[name=q]").value.trim();
+    var box = form.querySelector("input[name=q]");  // (a share link's tree has filters, no search)
+    var url = new URL(location.href), q = box ? box.value.trim() : "";
     var f = form.querySelector("input[name=filter]:checked");
     if (q) url.searchParams.set("q", q); else url.searchParams.delete("q");
     if (f && f.value !== "default") url.searchParams.set("filter", f.value); else url.searchParams.delete("filter");
