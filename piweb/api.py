@@ -2,18 +2,30 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
-from ninja.security import django_auth
+from ninja.errors import AuthenticationError
 
-from sessions_app.access.api_tokens import BearerToken
+from sessions_app.access.api_tokens import BearerToken, SignedInCookie
 from sessions_app.errors import ImportRejected, SessionsError
 
-api = NinjaAPI(title="piweb", version="1.0.0", auth=[BearerToken(), django_auth], urls_namespace="api")
+api = NinjaAPI(title="piweb", version="1.0.0", auth=[BearerToken(), SignedInCookie()], urls_namespace="api")
 api.add_router("/sessions", "sessions_app.web.api.router")
 
 
 @api.exception_handler(SessionsError)
 def sessions_error(request: HttpRequest, exc: SessionsError) -> HttpResponse:
+    """ErrorOut; a rejected import's problems go in "errors" (ImportErrorOut), each listed once."""
     body = exc.as_dict()
     if isinstance(exc, ImportRejected):
-        body["errors"] = exc.extra.get("errors", [])
+        extra = dict(exc.extra)
+        body["errors"] = extra.pop("errors", [])
+        body["extra"] = extra
     return api.create_response(request, body, status=exc.status)
+
+
+@api.exception_handler(AuthenticationError)
+def unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    """No live bearer token and no signed-in session: 401 with the API's error body."""
+    body = {"message": "Authentication required", "extra": {}}
+    response = api.create_response(request, body, status=401)
+    response["WWW-Authenticate"] = "Bearer"
+    return response

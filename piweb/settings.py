@@ -10,6 +10,7 @@ import hashlib
 import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
@@ -227,9 +228,18 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 
 # Import limits: a line or file beyond these is rejected with its line number.
-PIWEB_IMPORT_MAX_LINE_BYTES = env_int("PIWEB_IMPORT_MAX_LINE_BYTES", 32 * 1024 * 1024)
+PIWEB_IMPORT_MAX_LINE_BYTES = env_int("PIWEB_IMPORT_MAX_LINE_BYTES", 16 * 1024 * 1024)  # (~13x while parsed)
 PIWEB_IMPORT_MAX_FILE_BYTES = env_int("PIWEB_IMPORT_MAX_FILE_BYTES", 2 * 1024 * 1024 * 1024)
 PIWEB_IMPORT_MAX_DEPTH = env_int("PIWEB_IMPORT_MAX_DEPTH", 512)
+# What a file may store outside its entries (repeated header or entry lines): beyond, refused.
+PIWEB_IMPORT_MAX_EXTRA_BYTES = env_int("PIWEB_IMPORT_MAX_EXTRA_BYTES", 1024 * 1024)
+# v1/v2 files are migrated whole, in memory (pi's migration needs every line): at most this big.
+PIWEB_IMPORT_MAX_LEGACY_BYTES = env_int("PIWEB_IMPORT_MAX_LEGACY_BYTES", 64 * 1024 * 1024)
+# An import keeps ~0.7 KB per entry of the file (id, place in the tree, chain hash): at most this many.
+PIWEB_IMPORT_MAX_ENTRIES = env_int("PIWEB_IMPORT_MAX_ENTRIES", 400_000)
+# An import's staging session untouched this long is taken for a stopped import: the janitor
+# deletes it (an import touches it with every batch of rows it writes).
+PIWEB_IMPORT_STALE_SECONDS = env_int("PIWEB_IMPORT_STALE_SECONDS", 600)
 # Files this big or bigger (new sessions, v3) have their rows built by a worker process; -1: never.
 PIWEB_IMPORT_WORKER_MIN_BYTES = env_int("PIWEB_IMPORT_WORKER_MIN_BYTES", 4 * 1024 * 1024)
 # SQLite: imports of files this big or bigger leave the WAL checkpoint to a background thread
@@ -238,6 +248,10 @@ PIWEB_BACKGROUND_CHECKPOINT_BYTES = env_int("PIWEB_BACKGROUND_CHECKPOINT_BYTES",
 # SQLite: each process checkpoints the WAL in a thread this often (ms) instead of in the commit
 # that crosses 1,000 pages (sessions_app/checkpoint.py); 0: SQLite's own, inline.
 PIWEB_WAL_CHECKPOINT_MS = env_int("PIWEB_WAL_CHECKPOINT_MS", 250)
+
+# An HTML export of a session with more entries than this is refused, with a link to its JSONL
+# export (which streams any size): the browser that opens the file must hold all of it.
+PIWEB_EXPORT_HTML_MAX_ENTRIES = env_int("PIWEB_EXPORT_HTML_MAX_ENTRIES", 200_000)
 # Imports from the session list run in a thread with progress; false: in the request (tests).
 PIWEB_IMPORT_BACKGROUND = env_bool("PIWEB_IMPORT_BACKGROUND", True)
 
@@ -260,8 +274,9 @@ PIWEB_COMPACTION_RESERVE_TOKENS = env_int("PIWEB_COMPACTION_RESERVE_TOKENS", 163
 PIWEB_COMPACTION_KEEP_RECENT_TOKENS = env_int("PIWEB_COMPACTION_KEEP_RECENT_TOKENS", 20000)
 PIWEB_CHAT_SYSTEM_PROMPT = env_str("PIWEB_CHAT_SYSTEM_PROMPT", "You are a helpful assistant.")
 
-# Audit trail (sessions_app/audit.py) and sign-in limits (sessions_app/signin.py). With proxies in
-# front, PIWEB_TRUSTED_PROXY_COUNT says how many, so the client IP is read from X-Forwarded-For.
+# Audit trail (access/audit.py) and sign-in limits (access/signin.py). With proxies in front,
+# PIWEB_TRUSTED_PROXY_COUNT says how many, so the client IP is read from X-Forwarded-For; without
+# it every client is the proxy (README, "Running in production").
 # The failure counts live in the default cache: set PIWEB_CACHE_URL with several server processes.
 # tree_nodes' chunks and the sign-in failure counts. Per process by default (a 100k-entry tree is
 # ~100 chunks of ~110 KB; the cap bounds memory to ~250 MB); PIWEB_CACHE_URL (redis://host/db, a
@@ -278,8 +293,41 @@ else:
         }
     }
 PIWEB_TRUSTED_PROXY_COUNT = env_int("PIWEB_TRUSTED_PROXY_COUNT", 0)
-PIWEB_SIGNIN_MAX_FAILURES = env_int("PIWEB_SIGNIN_MAX_FAILURES", 5)
+PIWEB_SIGNIN_MAX_FAILURES = env_int("PIWEB_SIGNIN_MAX_FAILURES", 5)  # per username and client IP
+PIWEB_SIGNIN_MAX_FAILURES_PER_CLIENT = env_int("PIWEB_SIGNIN_MAX_FAILURES_PER_CLIENT", 50)  # any usernames
 PIWEB_SIGNIN_WINDOW_SECONDS = env_int("PIWEB_SIGNIN_WINDOW_SECONDS", 900)
+
+
+# Email, for password reset only (access/password_reset.py). PIWEB_EMAIL_URL: smtp://user:pass@host:587
+# (STARTTLS), smtps://user:pass@host:465 (TLS), or console: (mails printed, for development). Unset:
+# no email, and no password reset is offered (its pages are 404, the sign-in page has no link).
+def _email_backend(url: str) -> str:
+    if not url:
+        return "django.core.mail.backends.dummy.EmailBackend"
+    scheme = urlsplit(url).scheme
+    if scheme == "console":
+        return "django.core.mail.backends.console.EmailBackend"
+    if scheme not in ("smtp", "smtps") or not urlsplit(url).hostname:
+        raise ImproperlyConfigured("PIWEB_EMAIL_URL must be smtp://[user:pass@]host[:port], smtps://... or console:")
+    return "django.core.mail.backends.smtp.EmailBackend"
+
+
+_EMAIL_URL = env_secret("PIWEB_EMAIL_URL")
+EMAIL_BACKEND = _email_backend(_EMAIL_URL)
+_MAIL = urlsplit(_EMAIL_URL)
+EMAIL_USE_SSL = _MAIL.scheme == "smtps"
+EMAIL_USE_TLS = _MAIL.scheme == "smtp"
+EMAIL_HOST = _MAIL.hostname or "localhost"
+EMAIL_PORT = _MAIL.port or (465 if EMAIL_USE_SSL else 587)
+EMAIL_HOST_USER = unquote(_MAIL.username or "")
+EMAIL_HOST_PASSWORD = unquote(_MAIL.password or "")
+EMAIL_TIMEOUT = 10
+PIWEB_PASSWORD_RESET = bool(_EMAIL_URL)
+DEFAULT_FROM_EMAIL = env_str("PIWEB_EMAIL_FROM", "piweb@localhost")
+# Reset requests counted in the cache per client IP and per address, in a window from the first.
+PIWEB_PASSWORD_RESET_MAX_PER_CLIENT = env_int("PIWEB_PASSWORD_RESET_MAX_PER_CLIENT", 10)
+PIWEB_PASSWORD_RESET_MAX_PER_ADDRESS = env_int("PIWEB_PASSWORD_RESET_MAX_PER_ADDRESS", 3)
+PIWEB_PASSWORD_RESET_WINDOW_SECONDS = env_int("PIWEB_PASSWORD_RESET_WINDOW_SECONDS", 3600)
 
 LOGGING = {
     "version": 1,
@@ -290,4 +338,4 @@ LOGGING = {
 
 local_settings = BASE_DIR / "piweb" / "local_settings.py"
 if local_settings.exists():  # pragma: no cover - optional per-deployment overrides
-    from piweb.local_settings import *  # type: ignore[import-not-found]  # noqa: F403
+    from piweb.local_settings import *  # type: ignore[import-not-found, import-untyped, unused-ignore]  # noqa: F403

@@ -1,4 +1,6 @@
-"""Admin for auditing: sessions and entries browsable, searchable and filterable; entries read-only."""
+"""Admin for auditing: sessions and entries browsable, searchable and filterable; entries read-only.
+Teams, share links and API tokens are shown read-only (changes go through the app, whose services
+record them in the audit trail), to superusers and to staff auditors; a secret's hash never shows."""
 
 from __future__ import annotations
 
@@ -15,10 +17,10 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from sessions_app.access import revoke
+from sessions_app.access import audit, revoke
 from sessions_app.access.signin import AdminSignInForm
 from sessions_app.core import jsjson
-from sessions_app.models import ApiToken, AuditRecord, Entry, Session
+from sessions_app.models import ApiToken, AuditRecord, Entry, Membership, Session, ShareLink, Team
 from sessions_app.store import selectors
 
 
@@ -118,11 +120,64 @@ class EntryAdmin(ReadOnlyMixin, admin.ModelAdmin[Entry]):
         return format_html('<a href="{}?{}">Open in piweb</a>', url, urlencode({"target": obj.entry_id}))
 
 
+class AuditorView(ReadOnlyMixin):
+    """Read-only, and open to auditors (audit.is_auditor) who are staff, as well as to whoever holds
+    Django's view permission."""
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        user = request.user
+        return bool(user.is_active and user.is_staff and audit.is_auditor(user)) or bool(
+            super().has_view_permission(request, obj)  # type: ignore[misc]
+        )
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return self.has_view_permission(request) or bool(super().has_module_permission(request))  # type: ignore[misc]
+
+
+class MembershipInline(AuditorView, admin.TabularInline[Membership, Team]):
+    model = Membership
+    fields = ("user", "role", "created_at")
+    readonly_fields = fields
+    extra = 0
+
+
+@admin.register(Team)
+class TeamAdmin(AuditorView, admin.ModelAdmin[Team]):
+    list_display = ("name", "public_id", "members", "created_at")
+    search_fields = ("name", "=public_id", "memberships__user__username")
+    readonly_fields = ("name", "public_id", "created_at")
+    inlines = (MembershipInline,)
+
+    @admin.display(description="members")
+    def members(self, obj: Team) -> int:
+        return obj.memberships.count()
+
+
+@admin.register(ShareLink)
+class ShareLinkAdmin(AuditorView, admin.ModelAdmin[ShareLink]):
+    """Never the token's hash (key_hash): the prefix is what names a link."""
+
+    list_display = ("prefix", "session", "entry_id", "created_by", "created_at", "expires_at", "revoked_at", "views")
+    list_filter = ("created_at", "revoked_at")
+    search_fields = ("prefix", "=session__public_id", "created_by__username")
+    list_select_related = ("session", "created_by")
+    fields = (
+        "prefix", "session", "entry_id", "created_by", "created_at", "expires_at", "revoked_at", "last_viewed_at",
+        "views",
+    )  # fmt: skip
+    readonly_fields = fields
+
+
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
-    list_display = ("prefix", "name", "user", "created_at", "last_used_at", "revoked_at")
+class ApiTokenAdmin(AuditorView, admin.ModelAdmin[ApiToken]):
+    """Never the token's hash (key_hash): the prefix is what names a token."""
+
+    list_display = ("prefix", "name", "user", "scope", "created_at", "last_used_at", "expires_at", "revoked_at")
+    list_filter = ("scope", "created_at", "revoked_at")
     search_fields = ("prefix", "name", "user__username")
-    readonly_fields = ("prefix", "key_hash", "created_at", "last_used_at")
+    list_select_related = ("user",)
+    fields = ("prefix", "name", "user", "scope", "created_at", "last_used_at", "expires_at", "revoked_at")
+    readonly_fields = fields
 
 
 @admin.register(AuditRecord)

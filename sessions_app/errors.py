@@ -88,6 +88,12 @@ class ImportRejected(SessionsError):
     """The file was refused; extra["errors"] lists every problem with its line number."""
 
 
+class ImportTooLarge(ImportRejected):
+    """Refused for a part over a size limit: the file, a line, what it stores outside entries."""
+
+    status = 413
+
+
 # --- 409: the state does not allow it --------------------------------------------------------------------
 
 
@@ -97,3 +103,10 @@ class SessionConflict(SessionsError):
 
 class NothingToCompact(SessionConflict):
     default_message = "Nothing to compact (session too small)"
+
+
+class ExportTooLarge(SessionConflict):
+    """The session has more entries than an HTML export may hold (PIWEB_EXPORT_HTML_MAX_ENTRIES);
+    extra: "entries", "limit" and "jsonl", the URL of its JSONL export, which has no limit."""
+
+    default_message = "This session is too large for an HTML export; download it as JSONL instead"

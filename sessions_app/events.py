@@ -17,7 +17,7 @@ string. Events travel through fanout.py: to each server process once, then to it
 from __future__ import annotations
 
 import logging
-from typing import Literal, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 from django.db import transaction
 
@@ -41,6 +41,7 @@ class EntryEvent(TypedDict):
     leaf_id: str | None  # the session's leaf after the append
     prev_leaf_id: str | None  # and before it: parent_id == prev_leaf_id means a plain append at the leaf
     raw: str  # the entry's JSON line
+    message_count: NotRequired[int]  # the session's after the append (the page header shows it)
 
 
 class LeafEvent(TypedDict):
@@ -145,6 +146,7 @@ def entry_event(
         "leaf_id": session.leaf_id,
         "prev_leaf_id": prev_leaf_id,
         "raw": raw,
+        "message_count": session.message_count,
     }
 
 

@@ -9,8 +9,13 @@ from django.db import models
 
 
 class Session(models.Model):
-    # pi's session id (the header's id, a UUID for sessions pi or piweb made); used in URLs and API.
+    # The server id, used in URLs and API: pi's session id (the header's id) when it was free,
+    # else a new UUID (another account holds pi's id).
     public_id = models.CharField(max_length=200, unique=True)
+    # pi's session id for an imported session (header_raw keeps it too); re-import finds the
+    # importer's copy by it (importing.pipeline). Null for sessions made in piweb. Nullable without
+    # default so that SQLite adds the column in place (see entries_digest).
+    source_id = models.CharField(max_length=200, null=True, blank=True)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="pi_sessions")
     header_raw = models.TextField()  # the header line exactly as it will be exported
     extra_headers = models.JSONField(default=list, blank=True)  # [[entries before it, raw line]]
@@ -37,16 +42,32 @@ class Session(models.Model):
     source_bytes = models.BigIntegerField(default=0)
     source_sha256 = models.CharField(max_length=64, blank=True, default="")
     import_report = models.JSONField(default=list, blank=True)  # lines skipped by a partial import
-    deleting = models.BooleanField(default=False)  # lets the delete service past the entry trigger
+    # Readers skip a session so marked. It lets nothing past the entry trigger (migration 0007), and
+    # piweb never commits it set (session_delete removes the row at once): verify_sessions reports it.
+    deleting = models.BooleanField(default=False)
+    # True while an import stages rows in this session (store/importing/pipeline.py): no reader
+    # or other writer sees it (VISIBLE) until the import publishes it, or deletes it whole.
+    # NULL once published (nullable without default: SQLite adds the column in place).
+    staging = models.BooleanField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-updated_at"]
-        indexes = [models.Index(fields=["owner", "-updated_at"])]
+        indexes = [
+            models.Index(fields=["owner", "-updated_at"]),
+            models.Index(fields=["source_id"], name="session_source_id"),
+        ]
 
     def __str__(self) -> str:
         return self.name or self.first_message[:60] or self.public_id
+
+
+# The sessions readers and writers may see: every query of sessions starts from it (or, for one
+# session, from permissions.session_access). Not one being deleted, nor an import's staging.
+VISIBLE = models.Q(deleting=False, staging__isnull=True)
+# Columns that may be large: lists never load them (the export and the import read them).
+BIG_COLUMNS = ("extra_headers", "import_report", "header_raw")
 
 
 class Entry(models.Model):

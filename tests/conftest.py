@@ -38,8 +38,9 @@ def _empty_cache():
 
 @pytest.fixture(autouse=True)
 def _entries_can_be_flushed(request):
-    """After a transactional test, let pytest-django's flush (a plain DELETE on SQLite) past the
-    append-only trigger, which allows deleting entries only with their whole session."""
+    """After a transactional test, let pytest-django's flush (a plain DELETE on SQLite, TRUNCATE on
+    PostgreSQL) past the append-only triggers, which allow deleting entries only once their session
+    row is gone and refuse TRUNCATE."""
     marker = request.node.get_closest_marker("django_db")
     if marker is None or not marker.kwargs.get("transaction"):
         yield
@@ -48,17 +49,20 @@ def _entries_can_be_flushed(request):
     yield
     from django.db import connection
 
-    with connection.cursor() as cursor:
-        cursor.execute("UPDATE sessions_app_session SET deleting = %s", [True])
-    _audit_guards(connection, restore=False)  # flush empties the audit table too; restored after
+    _audit_guards(connection, restore=False)  # flush empties both tables; restored after
 
 
 def _audit_guards(connection, *, restore: bool) -> None:
-    """Drop or re-create the audit table's append-only triggers (migration 0006)."""
+    """Drop or re-create the audit table's append-only triggers (migration 0006) and the entry
+    table's DELETE and TRUNCATE guards (migration 0007)."""
     import importlib
 
-    migration = importlib.import_module("sessions_app.migrations.0006_audit_trail")
-    statements = (migration.GUARDS if restore else migration.GUARDS_REVERSE).get(connection.vendor, [])
+    audit = importlib.import_module("sessions_app.migrations.0006_audit_trail")
+    entries = importlib.import_module("sessions_app.migrations.0007_entry_guard_whole_session")
+    statements = [
+        *(audit.GUARDS if restore else audit.GUARDS_REVERSE).get(connection.vendor, []),
+        *(entries.CREATE if restore else entries.DROP).get(connection.vendor, []),
+    ]
     with connection.cursor() as cursor:
         for sql in statements:
             cursor.execute(sql)

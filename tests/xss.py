@@ -58,7 +58,7 @@ class _Audit(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.problems: list[str] = []
-        self.in_script = False
+        self.in_script = self.in_data = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in ("iframe", "svg", "object", "embed"):
@@ -71,12 +71,18 @@ class _Audit(HTMLParser):
             ):
                 self.problems.append(f"{tag} {name}={value}")
         self.in_script = tag == "script"
+        self.in_data = self.in_script and dict(attrs).get("type") == "application/json"
 
     def handle_endtag(self, tag: str) -> None:
-        self.in_script = False
+        self.in_script = self.in_data = False
 
     def handle_data(self, data: str) -> None:
-        if self.in_script and "__xss" in data:
+        # A JSON data block (the HTML export's entries) is never run; what matters is that no text
+        # in it can end the element: it holds no "<" at all.
+        if self.in_data:
+            if "<" in data:
+                self.problems.append("'<' in a JSON script block")
+        elif self.in_script and "__xss" in data:
             self.problems.append("script with payload")
 
 

@@ -1,4 +1,10 @@
-"""API tokens: `Authorization: Bearer <token>`. Only a SHA-256 of each token is stored."""
+"""API tokens: `Authorization: Bearer <token>`. Only a SHA-256 of each token is stored.
+
+The API tries a bearer token first, then the Django session cookie (SignedInCookie). A request
+with neither a live token nor a signed-in session is unauthenticated: 401, whatever its method.
+CSRF applies to cookie-authenticated requests only, so a signed-in browser's write without the
+CSRF token is still refused (403).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,7 @@ from django.db.models import Q
 from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import HttpBearer
+from ninja.security.session import SessionAuth
 
 from sessions_app.access import audit
 from sessions_app.errors import InvalidRequest, NotFound, TokenScopeError
@@ -93,3 +100,15 @@ class BearerToken(HttpBearer):
             raise TokenScopeError(scope=record.scope)
         request.user = record.user
         return record.user
+
+
+class SignedInCookie(SessionAuth):
+    """Django session auth with CSRF checked only for a signed-in user. ninja's django_auth checks
+    CSRF before it looks at the user, so a request with no credentials (or a dead token) got the
+    CSRF 403 instead of 401."""
+
+    def __call__(self, request: HttpRequest) -> User | None:
+        if not request.user.is_authenticated:
+            return None
+        result = super().__call__(request)
+        return result if isinstance(result, User) else None

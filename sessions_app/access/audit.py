@@ -55,6 +55,7 @@ SESSION_ACTIONS = (
     "session.rename",
     "session.fork",
     "session.delete",
+    "session.baseline",
     "session.open",
     "session.export",
     "session.context",
@@ -62,7 +63,9 @@ SESSION_ACTIONS = (
     "leaf.move",
     "label.set",
 )
-SIGNIN_ACTIONS = ("signin.ok", "signin.failed", "signin.blocked", "signout")
+SIGNIN_ACTIONS = (
+    "signin.ok", "signin.failed", "signin.blocked", "signout", "password_reset.request", "password_reset.limited",
+)  # fmt: skip
 AUDIT_ACTIONS = ("audit.verify", "audit.export", "session.verify")
 
 _current: ContextVar[HttpRequest | None] = ContextVar("piweb_audit_request", default=None)

@@ -16,7 +16,7 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import OuterRef, QuerySet, Subquery
 
 from sessions_app.errors import SessionForbidden, SessionNotFound, TeamNotFound
-from sessions_app.models import Membership, Session
+from sessions_app.models import BIG_COLUMNS, Membership, Session
 
 Capability = Literal["read", "label", "share", "chat", "branch", "import", "fork", "delete", "manage"]
 
@@ -83,7 +83,7 @@ def session_access(user: User | AnonymousUser, session: Session) -> Role | None:
         return None
     if not user.is_active:
         return None
-    if session.deleting:
+    if session.deleting or session.staging:  # (models.VISIBLE, for one session)
         return None
     if session.team_id is not None:
         return _member_role(user, session)
@@ -104,7 +104,7 @@ def session_get_for_user(*, user: User | AnonymousUser, public_id: str, need: Ca
     SessionForbidden if they can see it but not do that."""
     if not user.is_authenticated:
         raise SessionNotFound()
-    session = _with_member_role(Session.objects.filter(public_id=public_id), user.pk).first()
+    session = _with_member_role(Session.objects.filter(public_id=public_id).defer(*BIG_COLUMNS), user.pk).first()
     if session is None:
         raise SessionNotFound()
     setattr(session, _ROLE_FOR, (user.pk, session.team_id))  # member_role is this user's, in this team

@@ -5,6 +5,11 @@ their next one. What stays open is websockets: each SessionConsumer joins a grou
 (user_group) as well as its session's group; an "access.recheck" event on either makes it check
 access again (AccessRecheck, mixed into the consumer) and close if it is gone. Deactivation also
 deletes the user's Django sessions so that every browser is signed out at once.
+
+Share links go for good: when a creator loses the right to share a session (demoted, removed,
+deactivated, or the session moved to a team where they may not share), their live links on it are
+marked revoked in the database (share_links_revoke_lost), so restoring the role does not bring a
+link back. share_resolve still checks the right on every view as well.
 """
 
 from __future__ import annotations
@@ -19,10 +24,11 @@ from channels.layers import get_channel_layer
 from django.contrib.auth.models import User
 from django.contrib.sessions.models import Session as DjangoSession
 from django.db import transaction
+from django.utils import timezone
 
 from sessions_app import events, fanout
 from sessions_app.access import audit, permissions
-from sessions_app.models import Session
+from sessions_app.models import Session, ShareLink
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +74,37 @@ def django_sessions_delete(*, user: User) -> int:
     return len(doomed)
 
 
+def share_links_revoke_lost(
+    *, user: User | None = None, team_id: int | None = None, session: Session | None = None
+) -> int:
+    """Revoke, in the database, the live share links whose creator may no longer share their
+    session, among those made by user, on team_id's sessions, or on session (at least one given).
+    Call it after the change that took the right away, in its transaction. Returns how many."""
+    assert user is not None or team_id is not None or session is not None
+    links = ShareLink.objects.filter(revoked_at__isnull=True).select_related("session", "created_by")
+    if user is not None:
+        links = links.filter(created_by=user)
+    if team_id is not None:
+        links = links.filter(session__team_id=team_id)
+    if session is not None:
+        links = links.filter(session=session)
+    now, lost = timezone.now(), []
+    for link in links.select_for_update(of=("self",)).order_by("pk"):
+        if not permissions.can(permissions.session_access(link.created_by, link.session), "share"):
+            lost.append(link)
+    for link in lost:
+        ShareLink.objects.filter(pk=link.pk, revoked_at__isnull=True).update(revoked_at=now)
+        audit.audit_record(
+            action="share.revoke",
+            actor=None,
+            obj_type="share_link",
+            obj_id=link.prefix,
+            session=link.session.public_id,
+            extra={"reason": "creator lost the right to share", "creator": link.created_by.username},
+        )
+    return len(lost)
+
+
 @transaction.atomic
 def user_deactivate(*, user: User, actor: User | None = None) -> None:
     """Deactivate a user: no sign-in, no tokens (auth checks is_active), no Django sessions, and
@@ -76,6 +113,7 @@ def user_deactivate(*, user: User, actor: User | None = None) -> None:
     user.is_active = False
     django_sessions_delete(user=user)
     audit.audit_record(action="user.deactivate", actor=actor, obj_type="user", obj_id=user.username)
+    share_links_revoke_lost(user=user)
     user_revoked_publish(user_id=user.pk)
 
 

@@ -1,10 +1,17 @@
 """Sign-in auditing and rate limiting.
 
 Django's user_logged_in / user_login_failed / user_logged_out signals are recorded (signin.ok,
-signin.failed, signout). Failed sign-ins are counted per username and per client IP in the Django
-cache, in a fixed window of PIWEB_SIGNIN_WINDOW_SECONDS from the first failure; once either count
-reaches PIWEB_SIGNIN_MAX_FAILURES, the sign-in forms (site and admin) refuse every attempt for
-that username or IP, right or wrong, until the window ends, and record signin.blocked.
+signin.failed, signout). Failed sign-ins are counted in the Django cache, in a fixed window of
+PIWEB_SIGNIN_WINDOW_SECONDS from the first failure, twice over:
+- per username and client IP together (as django-axes does): at PIWEB_SIGNIN_MAX_FAILURES that
+  username is refused from that client only, so a stranger elsewhere cannot lock its user out;
+- per client IP: at PIWEB_SIGNIN_MAX_FAILURES_PER_CLIENT (higher) that client is refused for
+  every username, which bounds a spray of guesses over many accounts.
+A refused attempt is refused right or wrong, until the window ends, and records signin.blocked. A
+successful sign-in clears its own (username, client) count, never the client's.
+
+Behind proxies the client IP comes from X-Forwarded-For only with PIWEB_TRUSTED_PROXY_COUNT set
+(audit.client_ip); otherwise every client is the proxy, and the per-client limit counts them all.
 
 The counts live in the default cache. Django's default LocMemCache is per process: with several
 server processes each counts on its own (an attacker gets N tries per process), so configure a
@@ -28,23 +35,34 @@ from django.http import HttpRequest
 
 from sessions_app.access.audit import audit_record, client_ip
 
-BLOCKED_MESSAGE = "Too many failed sign-ins for this account or from this address. Try again in %(minutes)d minutes."
+BLOCKED_MESSAGE = "Too many failed sign-ins from this address. Try again in %(minutes)d minutes."
 
 
-def _keys(username: str, ip: str) -> list[str]:
-    keys = [f"piweb:signin:user:{hashlib.sha256(username.casefold().encode()).hexdigest()}"]
+def _pair_key(username: str, ip: str) -> str:
+    pair = f"{username.casefold()}\0{ip}".encode()
+    return f"piweb:signin:pair:{hashlib.sha256(pair).hexdigest()}"
+
+
+def _client_key(ip: str) -> str:
+    return f"piweb:signin:ip:{ip}"
+
+
+def _limits(username: str, ip: str) -> dict[str, int]:
+    """Each count's cache key and the failures at which it refuses (no client count without an IP)."""
+    limits = {_pair_key(username, ip): settings.PIWEB_SIGNIN_MAX_FAILURES}
     if ip:
-        keys.append(f"piweb:signin:ip:{ip}")
-    return keys
+        limits[_client_key(ip)] = settings.PIWEB_SIGNIN_MAX_FAILURES_PER_CLIENT
+    return limits
 
 
 def signin_blocked(*, username: str, ip: str) -> bool:
-    counts = cache.get_many(_keys(username, ip))
-    return any(int(n) >= settings.PIWEB_SIGNIN_MAX_FAILURES for n in counts.values())
+    limits = _limits(username, ip)
+    counts = cache.get_many(list(limits))
+    return any(int(n) >= limits[key] for key, n in counts.items())
 
 
 def signin_failure_count(*, username: str, ip: str) -> None:
-    for key in _keys(username, ip):
+    for key in _limits(username, ip):
         # The window starts at the first failure: add() only sets a key that is not there.
         cache.add(key, 0, timeout=settings.PIWEB_SIGNIN_WINDOW_SECONDS)
         try:
@@ -53,8 +71,8 @@ def signin_failure_count(*, username: str, ip: str) -> None:
             cache.set(key, 1, timeout=settings.PIWEB_SIGNIN_WINDOW_SECONDS)
 
 
-def signin_reset(*, username: str) -> None:
-    cache.delete(_keys(username, "")[0])
+def signin_reset(*, username: str, ip: str) -> None:
+    cache.delete(_pair_key(username, ip))
 
 
 class RateLimitMixin(forms.Form):
@@ -88,11 +106,15 @@ class AdminSignInForm(RateLimitMixin, AdminAuthenticationForm):
 class SignInView(LoginView):
     authentication_form = SignInForm
 
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        # The "Forgot password?" link only where a reset can be mailed (access/password_reset.py).
+        return {**super().get_context_data(**kwargs), "password_reset_offered": settings.PIWEB_PASSWORD_RESET}
+
 
 @receiver(user_logged_in, dispatch_uid="piweb_audit_signin_ok")
 def _signed_in(sender: Any, request: HttpRequest | None, user: Any, **kwargs: Any) -> None:
     audit_record(actor=user, action="signin.ok", obj_type="user", obj_id=str(user.pk), request=request)
-    signin_reset(username=user.get_username())
+    signin_reset(username=user.get_username(), ip=client_ip(request) if request is not None else "")
 
 
 @receiver(user_login_failed, dispatch_uid="piweb_audit_signin_failed")

@@ -3,7 +3,8 @@
 Writes for teams live here (services.py holds the session/entry writes). Callers pass the acting
 user; each service checks the acting user's capability itself (permissions.team_require), so the API,
 views and commands cannot forget to. Removing a member closes their open websockets on the team's
-sessions (revoke.user_revoked_publish).
+sessions (revoke.user_revoked_publish). Whoever loses the right to share a session this way loses
+their share links on it for good (revoke.share_links_revoke_lost).
 """
 
 from __future__ import annotations
@@ -105,6 +106,7 @@ def member_role_set(*, team: Team, user: User, role: str, actor: User) -> Member
         before={"user": user.username, "role": previous},
         after={"user": user.username, "role": role},
     )
+    revoke.share_links_revoke_lost(user=user, team_id=team.pk)
     return membership
 
 
@@ -124,6 +126,7 @@ def member_remove(*, team: Team, user: User, actor: User) -> None:
     audit.audit_record(
         action="team.member_remove", actor=actor, obj_type="team", obj_id=str(team.public_id), before=before
     )
+    revoke.share_links_revoke_lost(user=user, team_id=team.pk)
     revoke.user_revoked_publish(user_id=user.pk, team_id=team.pk)
 
 
@@ -144,6 +147,7 @@ def session_move_to_team(*, session: Session, team: Team, actor: User) -> Sessio
     audit.audit_record(
         action="session.team_set", actor=actor, obj_type="session", obj_id=session.public_id, before=before, after=after
     )
+    revoke.share_links_revoke_lost(session=session)
     if role != Role.OWNER:
         revoke.session_access_changed_publish(session=session)
     return session

@@ -17,13 +17,24 @@ Entries already stored (a re-import, an append) are known through a StoredTree.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 from sessions_app.core.context import PathState, advance_entry
 from sessions_app.core.listing import Listed, Listing, update_listing
-from sessions_app.core.piformat import Extra, Header, Item, Limits, Line, Problem, read_entries, read_header, slim
+from sessions_app.core.piformat import (
+    Extra,
+    FileRefused,
+    Header,
+    Item,
+    Limits,
+    Line,
+    Problem,
+    read_entries,
+    read_header,
+    slim,
+)
 from sessions_app.core.tree import check_acyclic
 
 
@@ -44,8 +55,8 @@ class StoredTree(Protocol):
         """Those of these ids that are stored, with their place."""
         ...
 
-    def line(self, entry_id: str) -> str:
-        """The stored line of an entry."""
+    def same_line(self, entry_id: str, line: bytes) -> bool:
+        """True if the stored entry's line is exactly these UTF-8 bytes."""
         ...
 
     def is_ancestor(self, start_id: str, target_id: str, target_depth: int) -> bool:
@@ -65,7 +76,10 @@ class Placed(NamedTuple):
 
 _ROOT = PathState()
 _new = tuple.__new__
-_First = tuple[int, bytes, int, int]  # where an id's first line is: number, source, start, end
+# Where an id's first line is: number, source, start, end; a line of the file is not kept (source
+# None, start and end its offsets in the file: read again should the id come again).
+_First = tuple[int, bytes | None, int, int]
+MAX_PROBLEMS = 1000  # problems kept (those of the first lines); the others are only counted
 
 
 @dataclass(slots=True)
@@ -76,7 +90,12 @@ class Intake:
     placed: int = 0
     known: int = 0  # lines identical to a stored entry (a re-import)
     problems: list[Problem] = field(default_factory=list)
+    more_problems: int = 0  # problems past MAX_PROBLEMS, not kept
     extra_lines: list[tuple[int, str]] = field(default_factory=list)  # (seq of the entry before, line)
+    max_extra_bytes: int | None = None  # the most extra_lines may hold; past it: FileRefused
+    max_entries: int | None = None  # the most new entries a file may hold; past it: FileRefused
+    extra_bytes: int = 0
+    reread: Callable[[int, int], bytes] | None = None  # the file's bytes at [start:end]
     leaf_id: str | None = None  # pi's leaf on load: the last entry line, once finish() has run
     _first: dict[str, _First] = field(default_factory=dict)  # every entry of this intake
     _places: dict[str, Known] = field(default_factory=dict)  # those placed (the others are held)
@@ -87,8 +106,10 @@ class Intake:
         """Take the next line of the file; returns its entry if it is placed now."""
         if type(item) is not Line:
             if isinstance(item, Problem):
-                self.problems.append(item)
-            elif self._held is not None:
+                self._problem(item)
+                return None
+            self._extra(item)  # type: ignore[arg-type]  # (not a Line, not a Problem: an Extra)
+            if self._held is not None:
                 self._held.append(item)
             else:
                 self.extra_lines.append((self.first_seq + self.placed - 1, item.raw))
@@ -99,14 +120,21 @@ class Intake:
             self._repeated(item, self._first[entry_id])
             return None
         if self.stored is not None and entry_id in self.stored:
-            if self.stored.line(entry_id) != item.raw:
+            if not self.stored.same_line(entry_id, item.source[item.start : item.end]):
                 message = f"entry {entry_id!r} differs from the stored entry with that id"
-                self.problems.append(Problem(item.line, message))
+                self._problem(Problem(item.line, message))
             else:
                 self.known += 1
                 self._last(entry_id)
             return None
-        self._first[entry_id] = (item.line, item.source, item.start, item.end)
+        if self.max_entries is not None and len(self._first) >= self.max_entries:
+            message = f"the file holds more than {self.max_entries} entries, the limit"
+            raise FileRefused(Problem(item.line, message, True))
+        offset = item.offset
+        if offset < 0:
+            self._first[entry_id] = (item.line, item.source, item.start, item.end)
+        else:
+            self._first[entry_id] = (item.line, None, offset, offset + item.end - item.start)
         if self._held is None:
             # Placed now if its parent (and a label's target) is: the file's usual order.
             parent = data["parentId"]
@@ -125,27 +153,60 @@ class Intake:
                 self.leaf_id = entry_id
                 return _new(Placed, (item, self.first_seq + self.placed - 1, depth, state, kept_from))
             self._held = []
-        self._held.append(Line(item.line, item.source, item.start, item.end, slim(data), item.preview, item.ts_ms))
+        # Held with the bulky content left out; a line of the file without its block either (read
+        # again when stored: by its offset).
+        source = b"" if item.offset >= 0 else item.source
+        self._held.append(
+            Line(item.line, source, item.start, item.end, slim(data), item.preview, item.ts_ms, item.offset)
+        )
         self._tail.append(entry_id)
         return None
 
     def finish(self) -> list[Placed]:
         """Place what was held, judge the tree, find the leaf. Problems come out in line order."""
         placed = self._place_held() if self._held is not None else []
-        self.problems.sort(key=lambda p: p.line)
+        self._trim(MAX_PROBLEMS)
         return placed
+
+    def _problem(self, problem: Problem) -> None:
+        self.problems.append(problem)
+        if len(self.problems) >= 2 * MAX_PROBLEMS:
+            self._trim(MAX_PROBLEMS)
+
+    def _trim(self, keep: int) -> None:
+        """Problems in line order, the first `keep` of them kept."""
+        self.problems.sort(key=lambda p: p.line)
+        if len(self.problems) > keep:
+            self.more_problems += len(self.problems) - keep
+            del self.problems[keep:]
+
+    def _extra(self, item: Extra) -> None:
+        """Count a line kept outside the entries against max_extra_bytes."""
+        self.extra_bytes += len(item.raw.encode()) + 1  # (its newline too)
+        if self.max_extra_bytes is not None and self.extra_bytes > self.max_extra_bytes:
+            raise FileRefused(
+                Problem(
+                    item.line,
+                    f"the lines stored outside entries (repeated header or entry lines) take more than"
+                    f" {self.max_extra_bytes} bytes, the limit",
+                    True,
+                )
+            )
 
     # --- one line ----------------------------------------------------------------------------------
 
     def _repeated(self, line: Line, first: _First) -> None:
         number, source, start, end = first
+        if source is None:
+            assert self.reread is not None, "a line of the file is read again from it"
+            source, start, end = self.reread(start, end), 0, end - start
         if source[start:end] == line.source[line.start : line.end]:
             # The same line again: pi's lazy flush re-writes header and entries after a repeated
             # header; like pi's byId map, it is the same entry, not a second one.
             self.add(Extra(line.line, line.raw))
             self._last(line.id)
         else:
-            self.problems.append(Problem(line.line, f"duplicate id {line.id!r} (first used on line {number})"))
+            self._problem(Problem(line.line, f"duplicate id {line.id!r} (first used on line {number})"))
 
     def _last(self, entry_id: str) -> None:
         if self._held is None:
@@ -240,7 +301,7 @@ class Intake:
         numbers = {ln.id: ln.line for ln in lines}
         for entry_id in check_acyclic(parents):
             available.discard(entry_id)
-            self.problems.append(Problem(numbers[entry_id], f"entry {entry_id!r} is its own ancestor (parentId cycle)"))
+            self._problem(Problem(numbers[entry_id], f"entry {entry_id!r} is its own ancestor (parentId cycle)"))
         kept = [ln for ln in lines if ln.id in available]
         held = {ln.id for ln in lines}
         outside = {ln.parent_id for ln in kept if ln.parent_id is not None and ln.parent_id not in held}
@@ -258,7 +319,7 @@ class Intake:
                 elif ln.type == "label" and (t := ln.data["targetId"]) not in available and t not in exists:
                     problem = f"label targets unknown entry {t!r}"
                 if problem:
-                    self.problems.append(Problem(ln.line, problem))
+                    self._problem(Problem(ln.line, problem))
                     available.discard(ln.id)
                     changed = True
                 else:
@@ -294,7 +355,7 @@ def read_file(data: bytes, limits: Limits | None = None) -> ReadFile:
     header, problem = read_header(data, limits)
     if header is None:
         return ReadFile(None, [], [problem] if problem else [], None, [])
-    intake = Intake()
+    intake = Intake(reread=lambda start, end: data[start:end])
     placed = [p for item in read_entries(data, header, limits) if (p := intake.add(item)) is not None]
     placed += intake.finish()
     return ReadFile(header, placed, intake.problems, intake.leaf_id, intake.extra_lines)

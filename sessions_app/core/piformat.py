@@ -8,13 +8,14 @@ fits the entries it reads into a tree.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import orjson
 
 from sessions_app.core import jsjson
+from sessions_app.core.filesource import BLOCK, Source, as_source
 from sessions_app.core.listing import storable
 from sessions_app.core.tree import content_text, parse_timestamp_ms, row_text
 
@@ -28,18 +29,38 @@ MAX_SHORT_CHARS = 64
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    max_line_bytes: int = 32 * 1024 * 1024
+    max_line_bytes: int = 16 * 1024 * 1024  # (parsing a line takes ~13 times its size: orjson)
     max_file_bytes: int = 2 * 1024 * 1024 * 1024
     max_depth: int = 512
+    # What a file may store outside its entries (repeated header and entry lines), in bytes.
+    max_extra_bytes: int = 1024 * 1024
+    # v1/v2 files are migrated whole, in memory (v1 compactions point at lines by their index).
+    max_legacy_bytes: int = 64 * 1024 * 1024
+    # An import keeps ~0.7 KB per entry (its id, place and chain hash): this bounds that memory.
+    max_entries: int = 400_000
 
 
 @dataclass(frozen=True, slots=True)
 class Problem:
     line: int  # 1-based physical line; 0 for the file as a whole
     message: str
+    too_large: bool = False  # a part over a size limit (HTTP 413)
 
     def as_dict(self) -> dict[str, Any]:
         return {"line": self.line, "message": self.message}
+
+
+class FileRefused(Exception):  # (not an error of the code: a verdict on the file)
+    """A problem that refuses the whole file at once, partial import or not: reading on would only
+    cost time (and storing it could not be done without losing bytes)."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
+
+
+def too_long(number: int, size: int, limits: Limits, prefix: str = "") -> Problem:
+    return Problem(number, f"{prefix}line is {size} bytes, over the limit of {limits.max_line_bytes}", True)
 
 
 # --- per-type field rules -------------------------------------------------------------------
@@ -140,10 +161,9 @@ def _validated(data: Mapping[str, Any], utf8_checked: bool) -> tuple[str | None,
         return "field 'timestamp' must be an ISO 8601 date-time string", 0
     if len(kind) > MAX_SHORT_CHARS:
         return f"field 'type' is longer than {MAX_SHORT_CHARS} characters", 0
-    if len(entry_id) > MAX_ID_CHARS:
-        return f"field 'id' is longer than {MAX_ID_CHARS} characters", 0
-    if parent is not None and len(parent) > MAX_ID_CHARS:
-        return f"field 'parentId' is longer than {MAX_ID_CHARS} characters", 0
+    problem = id_problem("id", entry_id) or (id_problem("parentId", parent) if parent is not None else None)
+    if problem is not None:
+        return problem, 0
     if len(timestamp) > MAX_SHORT_CHARS:  # type: ignore[arg-type]  # parse_timestamp_ms took it: a str
         return f"field 'timestamp' is longer than {MAX_SHORT_CHARS} characters", 0
     if kind != "message":
@@ -161,6 +181,17 @@ def _validated(data: Mapping[str, Any], utf8_checked: bool) -> tuple[str | None,
         return f"field 'message.role' is longer than {MAX_SHORT_CHARS} characters", 0
     role_rules = MESSAGE_FIELDS.get(role)
     return (_check_fields(message, role_rules, "message.") if role_rules else None), ms
+
+
+def id_problem(field: str, value: str) -> str | None:
+    """Why an entry id (`field`: id, parentId, targetId...) cannot be stored, or None: longer than
+    its column, or holding a NUL, valid JSON ("\\u0000") that no PostgreSQL text column stores.
+    (Unpaired surrogates: well_formed.)"""
+    if len(value) > MAX_ID_CHARS:
+        return f"field '{field}' is longer than {MAX_ID_CHARS} characters"
+    if "\0" in value:
+        return f"field '{field}' holds a NUL character, which no database stores in an id"
+    return None
 
 
 def well_formed(text: str) -> bool:
@@ -229,7 +260,7 @@ def _parse_line(chunk: bytes, number: int, limits: Limits) -> tuple[Any, Problem
     Nothing is decoded here: orjson checks UTF-8 on the bytes itself, and stored lines are
     decoded once, when they are written."""
     if len(chunk) > limits.max_line_bytes:
-        return None, Problem(number, f"line is {len(chunk)} bytes, over the limit of {limits.max_line_bytes}")
+        return None, too_long(number, len(chunk), limits)
     if not chunk.strip():
         return None, None
     try:
@@ -289,10 +320,18 @@ class Header:
     version: int
 
 
-def read_header(data: bytes, limits: Limits) -> tuple[Header | None, Problem | None]:
-    """The session header (the first non-blank line), or the problem that makes the file unusable."""
-    for number, start, end in _lines(data):
-        value, problem = _parse_line(data[start:end], number, limits)
+def read_header(data: bytes | Source, limits: Limits) -> tuple[Header | None, Problem | None]:
+    """The session header (the first non-blank line), or the problem that makes the file unusable.
+    A line is never read past the line limit."""
+    source = as_source(data)
+    number = start = 0
+    while start < source.size:
+        end = line_end(source, start, limits.max_line_bytes)
+        number += 1
+        if end - start > limits.max_line_bytes:
+            return None, too_long(number, end - start, limits, "broken header: ")
+        chunk = source.block(start, end)
+        value, problem = _parse_line(chunk, number, limits)
         if problem is not None:
             return None, Problem(problem.line, f"broken header: {problem.message}")
         if value is not None:
@@ -302,8 +341,28 @@ def read_header(data: bytes, limits: Limits) -> tuple[Header | None, Problem | N
             version = int(value.get("version", 1))
             if version > CURRENT_VERSION:
                 return None, Problem(number, f"unsupported session format version {version}")
-            return Header(value, data[start:end].decode(), number, end + 1, version), None
+            return Header(value, chunk.decode(), number, end + 1, version), None
+        start = end + 1
     return None, Problem(0, "the file is empty: no session header")
+
+
+def line_end(source: Source, start: int, limit: int) -> int:
+    """Where the line from start ends (its newline, or the file's end). Past limit bytes it is
+    only known to be longer: the offset returned is then start + limit + 1, or more, found
+    a block at a time, releasing what was read, so that a 2 GB line is never held."""
+    end = source.find(b"\n", start, min(source.size, start + limit + 1))
+    if end >= 0:
+        return end
+    if start + limit + 1 >= source.size:
+        return source.size
+    at = start + limit + 1
+    while at < source.size:
+        end = source.find(b"\n", at, min(source.size, at + BLOCK))
+        source.read(min(source.size, at + BLOCK) - at)
+        if end >= 0:
+            return end
+        at += BLOCK
+    return source.size
 
 
 def _header_problem(header: dict[str, Any], number: int) -> Problem | None:
@@ -312,9 +371,10 @@ def _header_problem(header: dict[str, Any], number: int) -> Problem | None:
     unstorable = [k for k in ("id", "cwd", "timestamp") if isinstance(v := header.get(k), str) and not well_formed(v)]
     if unstorable:
         return Problem(number, f"field '{unstorable[0]}' holds an unpaired UTF-16 surrogate")
-    if "/" in header["id"] or not header["id"].isprintable():
-        # The id names the session in URLs; pi's own ids are UUIDs.
-        return Problem(number, "field 'id' must not contain '/' or control characters")
+    if "/" in header["id"] or header["id"] in (".", "..") or not header["id"].isprintable():
+        # The id names the session in URLs (a path segment: not one a browser resolves away);
+        # pi's own ids are UUIDs.
+        return Problem(number, "field 'id' must not be '.' or '..', nor contain '/' or control characters")
     for key, limit in (("id", MAX_ID_CHARS), ("timestamp", MAX_SHORT_CHARS)):
         if len(str(header.get(key, ""))) > limit:  # str(): as Session.created stores it
             return Problem(number, f"field '{key}' is longer than {limit} characters")
@@ -332,12 +392,16 @@ class Line(NamedTuple):
     per line read, with tuple.__new__ on the hot path.)"""
 
     line: int  # 1-based physical line number
-    source: bytes  # holds the line's exact UTF-8 text at [start:end] (the file, or a migrated line)
+    # Holds the line's exact UTF-8 text at [start:end]: the block of the file it was read in, or a
+    # migrated or appended line. Empty once an intake holds the line for later (its text is then
+    # read again from the file, at offset).
+    source: bytes
     start: int
     end: int
     data: dict[str, Any]
     preview: str  # tree.row_text of the whole entry, storable
     ts_ms: int  # the entry's timestamp (Date.parse)
+    offset: int = -1  # where the line starts in the file; -1: not a line of the file as it is
 
     @property
     def raw(self) -> str:
@@ -374,7 +438,7 @@ def entry_line(source: bytes, start: int, end: int, data: dict[str, Any], *, num
     problem, ts_ms = _validated(data, False)
     if problem is not None:
         return Problem(number, problem)
-    return Line(number, source, start, end, data, storable(row_text(data)), ts_ms)
+    return Line(number, source, start, end, data, storable(row_text(data)), ts_ms, -1)
 
 
 def migrated_header(header: Header) -> dict[str, Any]:
@@ -391,20 +455,49 @@ _new = tuple.__new__
 
 
 def read_entries(
-    data: bytes, header: Header, limits: Limits, *, progress: Callable[[int], None] | None = None
+    data: bytes | Source, header: Header, limits: Limits, *, progress: Callable[[int], None] | None = None
 ) -> Iterator[Item]:
     """Every line after the header, in file order: a valid entry, an extra line, or a problem.
 
-    v3 files are read one line at a time; older ones are migrated as pi does, which needs every
-    line at once (v1 compactions point at lines by their index). progress gets the bytes read."""
+    v3 files are read a block of whole lines at a time (filesource.BLOCK; a longer line is read
+    alone, one over the line limit not at all); older ones are migrated as pi does, which needs
+    every line at once (v1 compactions point at lines by their index), up to max_legacy_bytes.
+    progress gets the bytes read."""
+    source = as_source(data)
     if header.version < CURRENT_VERSION:
-        yield from _migrated(data, header, limits, progress)
+        yield from _migrated(source, header, limits, progress)
         return
+    start, number, size = header.end, header.number, source.size
+    while start < size:
+        stop = min(size, start + BLOCK)
+        if stop < size:
+            last = source.buffer.rfind(b"\n", start, stop)
+            if last < 0:  # a line longer than a block
+                end = line_end(source, start, limits.max_line_bytes)
+                if end - start > limits.max_line_bytes:
+                    number += 1
+                    yield too_long(number, end - start, limits)
+                    if progress is not None:
+                        progress(min(size, end + 1) - start)
+                    start = end + 1
+                    continue
+                last = end
+            stop = min(size, last + 1)
+        number = yield from _read_block(source.block(start, stop), start, number, limits, progress)
+        source.read(stop - start)
+        start = stop
+
+
+def _read_block(
+    data: bytes, base: int, number: int, limits: Limits, progress: Callable[[int], None] | None
+) -> Generator[Item, None, int]:
+    """The lines of one block of whole lines that starts at offset base of the file; returns the
+    number of its last line."""
     view = memoryview(data)
-    reported = start = header.end
-    number, size = header.number, len(data)
+    reported = start = 0
+    size = len(data)
     max_line, max_depth = limits.max_line_bytes, limits.max_depth
-    while start < size:  # (the lines found here, not by _lines: this loop is the import's hot path)
+    while start < size:  # (the lines found here, not by a helper: this loop is the import's hot path)
         end = data.find(b"\n", start)
         if end < 0:
             end = size
@@ -423,9 +516,9 @@ def read_entries(
             and value.get("type") != "session"
             and (checked := _validated(value, True))[0] is None
         ):
-            yield _new(Line, (number, data, start, end, value, row_text(value), checked[1]))
+            yield _new(Line, (number, data, start, end, value, row_text(value), checked[1], base + start))
         else:
-            item = _read_line(data, view, number, start, end, limits)
+            item = _read_line(data, view, number, start, end, limits, base)
             if item is not None:
                 yield item
         start = end + 1
@@ -434,12 +527,18 @@ def read_entries(
             reported = start
     if progress is not None and min(start, size) > reported:
         progress(min(start, size) - reported)
+    view.release()
+    return number
 
 
-def _read_line(data: bytes, view: memoryview, number: int, start: int, end: int, limits: Limits) -> Item | None:
-    """One line after the header: None if it is blank."""
+def _read_line(
+    data: bytes, view: memoryview, number: int, start: int, end: int, limits: Limits, base: int = -1
+) -> Item | None:
+    """One line after the header: None if it is blank. base: the file offset of data (-1: none)."""
+    if end - start > limits.max_line_bytes:
+        return too_long(number, end - start, limits)
     strict = False  # parsed by orjson, which refuses unpaired surrogates
-    if end - start <= limits.max_line_bytes and data[start : start + 1] == b"{":
+    if data[start : start + 1] == b"{":
         try:
             value = orjson.loads(view[start:end])  # read in place: no copy of the line
             strict = True
@@ -463,14 +562,26 @@ def _read_line(data: bytes, view: memoryview, number: int, start: int, end: int,
     if problem_text is not None:
         return Problem(number, problem_text)
     preview = row_text(value)
-    return Line(number, data, start, end, value, preview if strict else storable(preview), ts_ms)
+    offset = base + start if base >= 0 else -1
+    return Line(number, data, start, end, value, preview if strict else storable(preview), ts_ms, offset)
 
 
-def _migrated(data: bytes, header: Header, limits: Limits, progress: Callable[[int], None] | None) -> Iterator[Item]:
+def _migrated(source: Source, header: Header, limits: Limits, progress: Callable[[int], None] | None) -> Iterator[Item]:
+    if source.size - header.end > limits.max_legacy_bytes:
+        raise FileRefused(
+            Problem(
+                0,
+                f"a version {header.version} file is migrated whole, in memory: it may hold at most"
+                f" {limits.max_legacy_bytes} bytes of entries, and this one holds {source.size - header.end}",
+                True,
+            )
+        )
+    data = source.block(0, source.size)
     parsed: list[tuple[int, dict[str, Any]]] = []
     pending = 0
     for number, start, end in _lines(data, header.end, header.number):
-        value, problem = _parse_line(data[start:end], number, limits)
+        value, problem = (None, too_long(number, end - start, limits)) if end - start > limits.max_line_bytes else (
+            _parse_line(data[start:end], number, limits))  # fmt: skip
         if problem is not None:
             yield problem
         elif value is not None:
@@ -481,6 +592,7 @@ def _migrated(data: bytes, header: Header, limits: Limits, progress: Callable[[i
             pending = 0
     if progress is not None and pending:
         progress(pending)
+    del data
     migrate([dict(header.obj), *(obj for _, obj in parsed)], header.version, header.obj["id"])
     for number, obj in parsed:
         text = jsjson.dumps(obj).encode()

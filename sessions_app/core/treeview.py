@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 FILTERS = ("default", "no-tools", "user-only", "labeled-only", "all")
 FILTER_LABELS = {
@@ -415,8 +415,11 @@ class Siblings:
     next: str | None
 
 
-# Label entries hang off whatever was the leaf when they were set: never an alternative to switch to.
-NOT_SIBLINGS = frozenset({"label"})
+# Bookkeeping entries: a label, the session's name. pi appends each at the leaf and moves the leaf
+# onto it, so they hang off whatever was being read; a reader reads through them (reading_leaf), and
+# they are never an alternative to switch to (the sibling switcher looks through them too).
+BOOKKEEPING = frozenset({"label", "session_info"})
+LOOK_THROUGH = 8  # bookkeeping entries in a row that the sibling switcher looks through
 
 
 def sibling_key(*, parent_id: str | None, ts_ms: int, seq: int) -> tuple[int, int]:
@@ -425,9 +428,28 @@ def sibling_key(*, parent_id: str | None, ts_ms: int, seq: int) -> tuple[int, in
     return (0, seq) if parent_id is None else (ts_ms, seq)
 
 
+Kid = tuple[tuple[int, int], str, str]  # (sibling_key, id, type)
+
+
+def sibling_group(kids: Mapping[str | None, Sequence[Kid]], parent: str | None) -> list[str]:
+    """parent's children (or the roots, parent None) in sibling_key order, each bookkeeping child
+    replaced by its own children, looked through in turn (LOOK_THROUGH deep): the alternatives a
+    reader can switch between."""
+    found: list[tuple[list[tuple[int, int]], str]] = []  # (keys from parent down, id)
+    stack: list[tuple[str | None, list[tuple[int, int]]]] = [(parent, [])]
+    while stack:
+        node, above = stack.pop()
+        for key, kid, kind in kids.get(node, ()):
+            if kind not in BOOKKEEPING:
+                found.append(([*above, key], kid))
+            elif len(above) < LOOK_THROUGH:
+                stack.append((kid, [*above, key]))
+    return [kid for _, kid in sorted(found)]
+
+
 def siblings(group: Sequence[str], node_id: str) -> Siblings | None:
-    """Where node_id sits among group (its parent's children, or the roots, in sibling_key order and
-    without NOT_SIBLINGS), for a "2/3" switcher; None when there is nothing to switch to."""
+    """Where node_id sits among group (its parent's children, or the roots, in sibling_key order,
+    looking through BOOKKEEPING), for a "2/3" switcher; None when there is nothing to switch to."""
     if len(group) < 2 or node_id not in group:
         return None
     i = group.index(node_id)
@@ -459,3 +481,15 @@ def continue_target(entry: EntryLike) -> tuple[str | None, bool]:
     if (entry.type == "message" and entry.role == "user") or entry.type == "custom_message":
         return entry.parent_id, True
     return entry.id, False
+
+
+_R = TypeVar("_R", bound=EntryLike)
+
+
+def reading_leaf(up: Sequence[_R]) -> _R | None:
+    """The leaf as a reader sees it: of ``up`` (a leaf and its ancestors, nearest first), the first
+    entry that is not bookkeeping; the leaf itself when all of them are (None for no entries)."""
+    for row in up:
+        if row.type not in BOOKKEEPING:
+            return row
+    return up[0] if up else None

@@ -28,7 +28,7 @@ from sessions_app import events, fanout
 from sessions_app.access import revoke
 from sessions_app.errors import SessionsError
 from sessions_app.live import presence, streaming
-from sessions_app.models import Session
+from sessions_app.models import VISIBLE, Session
 from sessions_app.render import frames
 from sessions_app.store import selectors
 
@@ -142,7 +142,7 @@ class SessionConsumer(revoke.AccessRecheck, AsyncWebsocketConsumer):  # type: ig
         return int(values[0]) if values and values[0].isdigit() else None
 
     async def _session(self) -> Session | None:
-        return await Session.objects.filter(pk=self.session_pk, deleting=False).afirst()
+        return await Session.objects.filter(VISIBLE, pk=self.session_pk).afirst()
 
     # --- events ---------------------------------------------------------------------------------
 

@@ -56,7 +56,7 @@ from sessions_app.live import compacting
 from sessions_app.llm.assemble import Assembler
 from sessions_app.llm.base import Error, Event, ModelInfo, TextDelta, ThinkingDelta, ToolCallDelta
 from sessions_app.llm.registry import Registry, registry_from_settings
-from sessions_app.models import Session, StreamingTurn
+from sessions_app.models import VISIBLE, Session, StreamingTurn
 from sessions_app.render import frames
 from sessions_app.store import selectors, services
 
@@ -196,7 +196,7 @@ def finish_turn(turn: StreamingTurn, message: dict[str, Any], *, expect_runner: 
     if expect_runner is not None and locked.runner != expect_runner:
         return None
     status = _status(message)
-    session = Session.objects.filter(pk=locked.session_id, deleting=False).first()
+    session = Session.objects.filter(VISIBLE, pk=locked.session_id).first()
     entry_id = None
     if session is not None:
         try:
@@ -599,7 +599,8 @@ _janitor: asyncio.Task[Any] | None = None
 
 
 def ensure_janitor() -> None:
-    """Start (once per event loop) the periodic sweep: stale turns, presence heartbeats."""
+    """Start (once per event loop) the periodic sweep: stale turns, stopped imports' staging
+    sessions, presence heartbeats."""
     global _janitor
     if not settings.PIWEB_JANITOR:
         return
@@ -616,6 +617,7 @@ async def _janitor_loop() -> None:
     while True:
         try:
             await database_sync_to_async(recover_stale_turns)()
+            await database_sync_to_async(services.staging_discard_stale)()  # imports that stopped
             if not first:
                 await database_sync_to_async(presence.heartbeat)()
         except Exception:  # pragma: no cover

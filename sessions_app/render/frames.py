@@ -39,8 +39,11 @@ def _visible(entry_type: str, raw: str) -> bool:
     return not (entry_type == "custom_message" and jsjson.loads(raw).get("display") is False)
 
 
-def live(*, seq: int, leaf_id: str | None) -> str:
-    return render_to_string("sessions_app/chat/live.html", {"seq": seq, "leaf_id": leaf_id, "oob": True})
+def live(*, seq: int, leaf_id: str | None, count: int | None = None) -> str:
+    """#session-live: the session's seq and leaf, and its message count when known (static/piweb/app.js
+    shows it in the page header)."""
+    context = {"seq": seq, "leaf_id": leaf_id, "count": count, "oob": True}
+    return render_to_string("sessions_app/chat/live.html", context)
 
 
 def presence(viewers: Sequence[str]) -> str:
@@ -97,7 +100,7 @@ def snapshot(
 ) -> str:
     """Everything a (re)connecting viewer needs: log, live state, replies in progress, presence."""
     parts = [log(session)] if reload_log else []
-    parts.append(live(seq=session.last_seq, leaf_id=session.leaf_id))
+    parts.append(live(seq=session.last_seq, leaf_id=session.leaf_id, count=session.message_count))
     streaming = "".join(
         render_to_string(
             "sessions_app/chat/stream.html",
@@ -118,7 +121,7 @@ def snapshot(
 def entry(event: events.EntryEvent, session: Session | None = None) -> str:
     """A committed entry: appended to #chat-log when it continues the leaf path; the whole log is
     redrawn (from session, read when the event is handled) when the path changed."""
-    parts = [live(seq=event["seq"], leaf_id=event["leaf_id"])]
+    parts = [live(seq=event["seq"], leaf_id=event["leaf_id"], count=event.get("message_count"))]
     on_path = event["leaf_id"] == event["entry_id"]
     linear = on_path and event["parent_id"] == event["prev_leaf_id"]
     if linear:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Protocol
@@ -17,19 +17,20 @@ import nh3
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
+from markdown_it.token import Token
 from pygments import highlight as pyg_highlight  # type: ignore[import-untyped]
 from pygments.formatters import HtmlFormatter  # type: ignore[import-untyped]
 from pygments.lexers import get_lexer_by_name  # type: ignore[import-untyped]
 from pygments.util import ClassNotFound  # type: ignore[import-untyped]
 
 from sessions_app.core import jsjson
-from sessions_app.core.tree import content_text, editor_text
+from sessions_app.core.tree import content_text, editor_text, js_trim
 
 TRUNCATE_CHARS = 2000
 TRUNCATE_LINES = 40
 MAX_HIGHLIGHT = 20_000  # longer code is shown plain (pygments is slow on huge inputs)
 
-_FORMATTER = HtmlFormatter(cssclass="hl", wrapcode=True)
+_FORMATTER = HtmlFormatter(nowrap=True)
 _TAGS = {
     "a",
     "b",
@@ -47,6 +48,7 @@ _TAGS = {
     "h6",
     "hr",
     "i",
+    "input",
     "li",
     "ol",
     "p",
@@ -65,12 +67,17 @@ _TAGS = {
 _ATTRS = {
     "a": {"href", "title"},
     "span": {"class"},
+    "pre": {"class"},
     "div": {"class"},
     "code": {"class"},
 }
 # A table column's alignment: a class (the CSP allows no inline style), set by _align_classes.
 _ALIGN = {"align-left", "align-center", "align-right"}
-_CLASSES = {"th": _ALIGN, "td": _ALIGN}
+_CLASSES = {"th": _ALIGN, "td": _ALIGN, "li": {"task"}}
+# The only input the sanitiser keeps is a task list's disabled checkbox (see _task_lists).
+_INPUT_VALUES = {"input": {"checked": {"", "checked"}}}
+_INPUT_SET = {"input": {"type": "checkbox", "disabled": "disabled"}}
+_TASK = re.compile(r"\[([ xX])\] ")
 
 
 def _align_classes(state: Any) -> None:
@@ -83,6 +90,27 @@ def _align_classes(state: Any) -> None:
                 token.attrSet("class", "align-" + style.removeprefix("text-align:"))
 
 
+def _task_lists(state: Any) -> None:
+    """GitHub task lists: a list item whose text starts with "[ ] " or "[x] " gets a disabled
+    checkbox (an html_inline token: markdown-it renders it whatever its "html" option) instead."""
+    tokens = state.tokens
+    for i in range(2, len(tokens)):
+        inline = tokens[i]
+        if inline.type != "inline" or tokens[i - 1].type != "paragraph_open" or tokens[i - 2].type != "list_item_open":
+            continue
+        first = inline.children[0] if inline.children else None
+        match = _TASK.match(first.content) if first is not None and first.type == "text" else None
+        if first is None or match is None:
+            continue
+        first.content = first.content[match.end() :]
+        box = Token("html_inline", "", 0)
+        box.content = (
+            '<input type="checkbox" disabled checked> ' if match[1] != " " else '<input type="checkbox" disabled> '
+        )
+        inline.children.insert(0, box)
+        tokens[i - 2].attrSet("class", "task")
+
+
 def _highlight(code: str, lang: str, _attrs: Any) -> str:
     if not lang or len(code) > MAX_HIGHLIGHT:
         return ""
@@ -90,7 +118,9 @@ def _highlight(code: str, lang: str, _attrs: Any) -> str:
         lexer = get_lexer_by_name(lang.split()[0])
     except ClassNotFound:
         return ""
-    return str(pyg_highlight(code, lexer, _FORMATTER))
+    # One <pre> of our own: markdown-it keeps a highlight that starts with "<pre" as it is, and wraps
+    # anything else (pygments' <div class="hl"><pre>) in a <pre><code> of its own, a box in a box.
+    return f'<pre class="hl"><code>{pyg_highlight(code, lexer, _FORMATTER)}</code></pre>'
 
 
 @lru_cache(maxsize=1)
@@ -98,6 +128,7 @@ def _md() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.enable(["table", "strikethrough"])
     md.core.ruler.push("align_classes", _align_classes)
+    md.core.ruler.push("task_lists", _task_lists)
     md.options["highlight"] = _highlight
     return md
 
@@ -108,6 +139,8 @@ def sanitize(html: str) -> str:
         tags=_TAGS,
         attributes=_ATTRS,
         allowed_classes=_CLASSES,
+        tag_attribute_values=_INPUT_VALUES,
+        set_tag_attribute_values=_INPUT_SET,
         url_schemes={"http", "https", "mailto"},
         link_rel="noopener noreferrer nofollow",
     )
@@ -123,6 +156,30 @@ def code(text: str, lang: str = "") -> SafeString:
     if highlighted:
         return mark_safe(sanitize(highlighted))
     return mark_safe(f'<pre class="plain"><code>{escape(text)}</code></pre>')
+
+
+def mark_words(text: str, words: Sequence[str]) -> SafeString:
+    """text, escaped, with every occurrence of each (lower-case) word in a <mark> (search hits)."""
+    low = text.lower()
+    spans = sorted((at, at + len(w)) for w in words if w for at in _occurrences(low, w) if len(low) == len(text))
+    out: list[str] = []
+    pos = 0
+    for start, end in spans:
+        if end <= pos:
+            continue
+        start = max(start, pos)
+        out.append(escape(text[pos:start]))
+        out.append(f"<mark>{escape(text[start:end])}</mark>")
+        pos = end
+    out.append(escape(text[pos:]))
+    return mark_safe("".join(out))
+
+
+def _occurrences(text: str, word: str) -> Iterator[int]:
+    at = text.find(word)
+    while at >= 0:
+        yield at
+        at = text.find(word, at + len(word))
 
 
 def pretty_json(value: Any) -> str:
@@ -156,7 +213,7 @@ class Shown:
     """One path entry ready for the conversation template."""
 
     id: str
-    kind: str  # user, assistant, tool, bash, custom, compaction, branch_summary, marker, hidden
+    kind: str  # user, assistant, tool, bash, custom, compaction, branch_summary, marker, rename, hidden
     title: str = ""
     blocks: list[Block] = field(default_factory=list)
     meta: str = ""
@@ -235,12 +292,16 @@ def _model_of(message: dict[str, Any]) -> str:
     return f"{provider}/{model}" if provider and model else str(model or "")
 
 
-def shown_entry(raw: str, entry_id: str) -> Shown:
-    """Turn one stored JSON line into what the conversation draws."""
-    data = jsjson.loads(raw)
+def shown_entry(raw: str, entry_id: str, *, full: bool = False) -> Shown:
+    """Turn one stored JSON line into what the conversation draws (full: outputs uncut)."""
+    return shown_data(jsjson.loads(raw), entry_id, full=full)
+
+
+def shown_data(data: dict[str, Any], entry_id: str, *, full: bool = False) -> Shown:
+    """shown_entry of a line already parsed."""
     kind = data.get("type")
     if kind == "message":
-        message = data.get("message") if isinstance(data.get("message"), dict) else {}
+        message: dict[str, Any] = data["message"] if isinstance(data.get("message"), dict) else {}
         role = message.get("role")
         content = message.get("content")
         if role == "user":
@@ -256,13 +317,13 @@ def shown_entry(raw: str, entry_id: str) -> Shown:
                 note = f"Error: {message.get('errorMessage') or 'unknown error'}"
             return Shown(entry_id, "assistant", "Assistant", blocks, meta=_model_of(message), note=note)
         if role == "toolResult":
-            out = output_block(content, is_error=bool(message.get("isError")))
+            out = output_block(content, full=full, is_error=bool(message.get("isError")))
             return Shown(
                 entry_id, "tool", str(message.get("toolName", "tool")), [out, *_images(content)],
                 data={"call_id": message.get("toolCallId")},
             )  # fmt: skip
         if role == "bashExecution":
-            out = output_block(message.get("output"))
+            out = output_block(message.get("output"), full=full)
             exit_code = message.get("exitCode")
             note = "(cancelled)" if message.get("cancelled") else (f"(exit {exit_code})" if exit_code else "")
             return Shown(entry_id, "bash", f"$ {message.get('command', '')}", [out], note=note)
@@ -294,9 +355,11 @@ def shown_entry(raw: str, entry_id: str) -> Shown:
     if kind == "thinking_level_change":
         return Shown(entry_id, "marker", f"Thinking: {data.get('thinkingLevel')}")
     if kind == "session_info":
-        return Shown(entry_id, "marker", f"Renamed: {data.get('name') or ''}")
+        # Bookkeeping: a small note, not a card. pi trims the name; an empty one clears it.
+        name = js_trim(data["name"]) if isinstance(data.get("name"), str) else ""
+        return Shown(entry_id, "rename", f"Renamed to “{name}”" if name else "Name cleared")
     if kind == "label":
-        return Shown(entry_id, "marker", f"Label {data.get('label') or '(cleared)'} on {data.get('targetId')}")
+        return Shown(entry_id, "hidden")  # bookkeeping: shown as a chip on its target instead
     return Shown(entry_id, "marker", f"[{kind}]")
 
 
@@ -348,23 +411,3 @@ def image_block(raw: str, index: int) -> tuple[str, str] | None:
     if mime not in IMAGE_TYPES or not isinstance(b64, str) or not _B64.match(b64):
         return None
     return str(mime), b64
-
-
-def export_html(session: Any) -> str:
-    """One self-contained HTML file (pi's export): data embedded as base64 JSON, tree sidebar with
-    filters and search, conversation, deep links (?leafId=&targetId=), all working offline."""
-    import base64
-
-    from django.template.loader import render_to_string
-
-    from sessions_app.store import selectors
-
-    lines = list(selectors.export_lines(session=session))
-    payload = {
-        "header": jsjson.loads(lines[0]),
-        "entries": [jsjson.loads(line) for line in lines[1:]],
-        "leafId": session.leaf_id,
-    }
-    blob = base64.b64encode(jsjson.dumps(payload).encode()).decode()
-    title = session.name or session.first_message[:80] or session.public_id
-    return render_to_string("sessions_app/export.html", {"data": blob, "title": title, "css": pygments_css()})

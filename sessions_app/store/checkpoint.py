@@ -37,6 +37,8 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
+from sessions_app.store import writelock
+
 log = logging.getLogger(__name__)
 
 THREAD_NAME = "piweb-wal-checkpoint"
@@ -98,7 +100,9 @@ _watched_lock = threading.Lock()
 
 
 def connection_created(sender: Any, connection: Any, **kwargs: Any) -> None:
-    """Receiver of Django's connection_created: SQLite database files get a watcher."""
+    """Receiver of Django's connection_created: SQLite database files get a watcher, and their
+    connections announce their BEGINs to imports waiting to make way (writelock.py)."""
+    writelock.install(connection)
     interval = settings.PIWEB_WAL_CHECKPOINT_MS / 1000
     if connection.vendor != "sqlite" or interval <= 0 or connection.is_in_memory_db():
         return

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -11,8 +12,14 @@ from django.contrib.auth.models import User
 from sessions_app.models import Session
 from sessions_app.store import services
 
-# Message times (Unix ms) a few minutes apart, ending about now.
+# Message times (Unix ms) a few seconds apart from an hour ago, restarted by each demo load; each
+# session's creation time is taken from it too, so no session is modified before it was created.
 _clock = itertools.count(int(time.time() * 1000) - 3_600_000, 7_300)
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
 
 DEMO_MODEL = ("anthropic", "claude-sonnet-4-5", "anthropic-messages")
 CODEX_MODEL = ("openai", "gpt-5.1-codex", "openai-responses")
@@ -59,11 +66,15 @@ def _result(call_id: str, name: str, output: str, error: bool = False) -> dict[s
 
 
 def demo_sessions_create(*, owner: User) -> list[Session]:
+    global _clock
+    _clock = itertools.count(int(time.time() * 1000) - 3_600_000, 7_300)
     return [_refactor_session(owner), _small_session(owner)]
 
 
 def _refactor_session(owner: User) -> Session:
-    s = services.session_create(owner=owner, name="Fix flaky session-list test", cwd="/home/demo/projects/webapp")
+    s = services.session_create(
+        owner=owner, name="Fix flaky session-list test", cwd="/home/demo/projects/webapp", created=_iso(next(_clock))
+    )
 
     def add(payload: dict[str, Any]) -> str:
         return services.entry_append(session=s, payload=payload, author=owner).entry_id
@@ -127,7 +138,9 @@ def _refactor_session(owner: User) -> Session:
 
 
 def _small_session(owner: User) -> Session:
-    s = services.session_create(owner=owner, name="Explain append-only trees", cwd="/home/demo")
+    s = services.session_create(
+        owner=owner, name="Explain append-only trees", cwd="/home/demo", created=_iso(next(_clock))
+    )
     services.entry_append(session=s, payload=_user("Why does pi store sessions as an append-only tree?"))
     first = services.entry_append(
         session=s,

@@ -16,7 +16,8 @@ from typing import Any
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.paginator import Page, Paginator
 from django.db import connection
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet, Value
+from django.db.models.functions import Coalesce, Lower, NullIf
 
 from sessions_app.core import treeview as tv
 from sessions_app.core.tree import TEXTLESS_PREFIX, labels_in_force
@@ -169,23 +170,48 @@ def last_entry_id(session: Session) -> str | None:
 
 @dataclass(slots=True)
 class Place:
-    """Where the page looks: the viewed leaf (its path is shown) and the focused entry on it."""
+    """Where the page looks: the viewed leaf (its path is shown) and the focused entry on it, and
+    the session's leaf as a reader sees it (reading_leaf). path_end: the entry the drawn path ends
+    at, the leaf asked for: below the viewed leaf when that was reached through bookkeeping entries
+    (a rename note still shows at the end of the conversation)."""
 
     leaf: tv.Row | None
     target: tv.Row | None
+    session_leaf: str | None = None
+    path_end: str | None = None
+
+
+BOOKKEEPING_WALK = 64  # ancestors read to get past the bookkeeping entries above a leaf
+
+
+def _reading_row(session: Session, entry_id: str) -> tv.Row:
+    """The entry as a reader's leaf: itself, or past the bookkeeping entries above it
+    (tv.reading_leaf). EntryNotFound if it does not exist. One query."""
+    row = tv.reading_leaf(walk_up(session, entry_id, BOOKKEEPING_WALK))
+    if row is None:
+        raise EntryNotFound(f"Entry {entry_id} not found", entryId=entry_id)
+    return row
+
+
+def reading_leaf(session: Session) -> str | None:
+    """The session's leaf as a reader sees it: pi moves the leaf onto every label and session_info
+    entry, the UI reads through them to the nearest real entry (the "leaf" pill, following)."""
+    return _reading_row(session, session.leaf_id).id if session.leaf_id is not None else None
 
 
 def resolve_place(session: Session, *, leaf_id: str | None, target_id: str | None) -> Place:
-    """?leaf= and ?target= (either may be missing; unknown ids are EntryNotFound)."""
+    """?leaf= and ?target= (either may be missing; unknown ids are EntryNotFound). A leaf on a
+    bookkeeping entry reads as its nearest real ancestor (_reading_row)."""
     if leaf_id is None and target_id is not None:
         leaf_id = newest_leaf(session, target_id)
     if leaf_id is None:
         leaf_id = session.leaf_id or last_entry_id(session)
     if leaf_id is None:
         return Place(None, None)
-    leaf = entry_row(session, leaf_id)
-    target = entry_row(session, target_id) if target_id and target_id != leaf_id else leaf
-    return Place(leaf, target)
+    leaf = _reading_row(session, leaf_id)
+    target = entry_row(session, target_id) if target_id and target_id not in (leaf_id, leaf.id) else leaf
+    session_leaf = leaf.id if leaf_id == session.leaf_id else reading_leaf(session)
+    return Place(leaf, target, session_leaf, leaf_id)
 
 
 @dataclass(slots=True)
@@ -225,9 +251,9 @@ def page(session: Session, *, place: Place, mode: str, search: str = "", scope: 
     more_above, more_below = False, None
     sibs: dict[str, tv.Siblings] = {}
     if place.leaf is not None and place.target is not None:
-        gap = max(0, place.leaf.depth - place.target.depth)
+        gap = max(0, place.leaf.depth - place.target.depth) + BOOKKEEPING_WALK
         walk = min(MAX_WALK, gap + max(WALK_LIMIT.get(mode, 400), CONV_BEFORE + 1))
-        path = list(reversed(walk_up(session, place.leaf.id, walk)))
+        path = list(reversed(walk_up(session, place.path_end or place.leaf.id, walk)))
         tree = tree_panel(session, path=path, place=place, mode=mode, labels=labels, search=search, scope=scope)
         conv, more_above, more_below = _conversation(session, path, place.target.id)
         sibs = siblings_for(session, conv, scope)
@@ -247,7 +273,7 @@ def tree_panel(
     assert place.leaf is not None and place.target is not None
     if search.strip():
         return search_panel(session, search=search, mode=mode, labels=labels, place=place, path=path)
-    keep = [session.leaf_id, place.target.id, place.leaf.id]
+    keep = [place.session_leaf, place.target.id, place.leaf.id]
     if session.last_seq <= FULL_TREE:
         # Small enough to read whole (one query): every branch is drawn, nothing is lazy.
         sql = f"SELECT {_COLS} FROM {T} e WHERE e.session_id = %s ORDER BY e.seq"
@@ -288,7 +314,7 @@ def search_panel(
     results = []
     for entry_id, parent_id, ts_ms, kind, role, depth, preview in found:
         row = tv.Row(entry_id, parent_id, ts_ms, kind, role, _empty(role, preview), depth, preview)
-        if tv.is_visible(row, mode, labels) or entry_id == session.leaf_id:
+        if tv.is_visible(row, mode, labels) or entry_id == place.session_leaf:
             results.append(row)
     on_path = {r.id for r in path}
     panel = TreePanel([], [], {r.id: r for r in results}, labels, on_path, mode, None, len(results), search)
@@ -309,12 +335,13 @@ def gap_panel(
     depth: int,
     mode: str,
     leaf_id: str | None,
+    current: str | None,
     scope: Container[str] | None = None,
 ) -> tuple[list[tv.Item], dict[str, tv.Row], set[str]]:
     """Rows for an opened gap: the CHUNK entries above node_id (on the viewed path) or below it;
-    with a scope, only those in it."""
+    with a scope, only those in it. current: the session's leaf as read (reading_leaf)."""
     labels = sel.labels(session=session, within=scope)
-    keep = [session.leaf_id, leaf_id]
+    keep = [current, leaf_id]
     if up:
         chain = list(reversed(walk_up(session, node_id, CHUNK * (3 if mode in ("default", "no-tools") else 10))))
         reached_root = bool(chain) and chain[0].parent_id is None
@@ -347,14 +374,20 @@ def gap_panel(
 
 
 def branch_panel(
-    session: Session, *, node_id: str, depth: int, mode: str, scope: Container[str] | None = None
+    session: Session,
+    *,
+    node_id: str,
+    depth: int,
+    mode: str,
+    current: str | None,
+    scope: Container[str] | None = None,
 ) -> tuple[list[tv.Item], dict[str, tv.Row]]:
     """A folded alternative opened: its lane's first CHUNK rows, further alternatives folded; with a
-    scope, only those in it."""
+    scope, only those in it. current: the session's leaf as read (reading_leaf)."""
     labels = sel.labels(session=session, within=scope)
     below, explored = subtree(session, node_id, CHUNK * 4)
     rows = {r.id: r for r in _scoped(below, scope)}
-    v = tv.view(tv.skeleton(rows.values()), mode=mode, labels=labels, keep=[session.leaf_id, node_id], path=[])
+    v = tv.view(tv.skeleton(rows.values()), mode=mode, labels=labels, keep=[current, node_id], path=[])
     start = tv.anchor_of(v, node_id) or node_id
     items = tv.chunk_items(v, start, skip_first=False, skip_last=False, depth=depth, chunk=CHUNK, explored=explored)
     return items, rows
@@ -396,23 +429,51 @@ def _children_of(parents: Sequence[str | None]) -> Q:
     return cond | Q(parent_id=None) if len(ids) < len(parents) else cond
 
 
+def _real_parents(conv: Sequence[Entry]) -> dict[str, str | None]:
+    """Each drawn entry's nearest ancestor that is not bookkeeping (tv.BOOKKEEPING), read off the
+    drawn path: conv is a run of one path, root-first. Above the run's first entry, its parent."""
+    out: dict[str, str | None] = {}
+    above: str | None = conv[0].parent_id if conv else None
+    for e in conv:
+        out[e.entry_id] = above
+        if e.type not in tv.BOOKKEEPING:
+            above = e.entry_id
+    return out
+
+
 def siblings_for(
     session: Session, conv: Sequence[Entry], scope: Container[str] | None = None
 ) -> dict[str, tv.Siblings]:
     """For each drawn entry whose parent branches (or that is one of several roots): its place
-    among the alternatives (tv.siblings) in the scope, if one is given."""
-    parents = list({e.parent_id for e in conv})
-    rows = Entry.objects.filter(session=session).exclude(type__in=tv.NOT_SIBLINGS).order_by()
-    rows_of = rows.values_list("parent_id", "ts_ms", "seq", "entry_id")
-    found = in_batches(parents, lambda part: rows_of.filter(_children_of(part)))
-    kids: dict[str | None, list[tuple[tuple[int, int], str]]] = {}
-    for parent_id, ts_ms, seq, entry_id in found:
-        if scope is not None and entry_id not in scope:
-            continue
-        kids.setdefault(parent_id, []).append((tv.sibling_key(parent_id=parent_id, ts_ms=ts_ms, seq=seq), entry_id))
+    among the alternatives (tv.siblings) in the scope, if one is given. Bookkeeping entries are
+    looked through (tv.sibling_group): a branch that starts with a label is still an alternative."""
+    real_parent = _real_parents(conv)
+    rows = Entry.objects.filter(session=session).order_by().values_list("parent_id", "ts_ms", "seq", "entry_id", "type")
+    kids: dict[str | None, list[tv.Kid]] = {}
+    parents: list[str | None] = list(dict.fromkeys(real_parent.values()))
+    asked: set[str | None] = set()
+    for _ in range(tv.LOOK_THROUGH + 1):  # one query per level of bookkeeping looked through
+        if not parents:
+            break
+        asked.update(parents)
+        more: list[str | None] = []
+        for parent_id, ts_ms, seq, entry_id, kind in in_batches(parents, lambda part: rows.filter(_children_of(part))):
+            if scope is not None and entry_id not in scope:
+                continue
+            key = tv.sibling_key(parent_id=parent_id, ts_ms=ts_ms, seq=seq)
+            kids.setdefault(parent_id, []).append((key, entry_id, kind))
+            if kind in tv.BOOKKEEPING and entry_id not in asked:
+                more.append(entry_id)
+        parents = list(dict.fromkeys(more))
+    groups: dict[str | None, list[str]] = {}
     out: dict[str, tv.Siblings] = {}
     for e in conv:
-        place = tv.siblings([entry_id for _, entry_id in sorted(kids.get(e.parent_id, []))], e.entry_id)
+        if e.type in tv.BOOKKEEPING:
+            continue
+        parent = real_parent[e.entry_id]
+        if parent not in groups:
+            groups[parent] = tv.sibling_group(kids, parent)
+        place = tv.siblings(groups[parent], e.entry_id)
         if place is not None:
             out[e.entry_id] = place
     return out
@@ -420,10 +481,12 @@ def siblings_for(
 
 # --- session list ------------------------------------------------------------------------------
 
-SORTS = {
+# "name" is the name the list shows: the session_info name, else the first message (case folded).
+SHOWN_NAME = Lower(Coalesce(NullIf("name", Value("")), "first_message"))
+SORTS: dict[str, tuple[str | Lower, ...]] = {
     "modified": ("-modified_ms", "-id"),
     "created": ("-created", "-id"),
-    "name": ("name", "first_message", "id"),
+    "name": (SHOWN_NAME, "id"),
     "messages": ("-message_count", "-id"),
 }
 

@@ -29,6 +29,12 @@ COLUMNS = (
     "session_id", "seq", "entry_id", "parent_id", "type", "role", "timestamp", "ts_ms", "raw", "preview", "depth",
     "ctx_thinking", "ctx_model", "ctx_compaction_id", "kept_from_id", "author_id", "created_at", "chain_hash",
 )  # fmt: skip
+# The columns a row derives from its line and its place in the tree (entry_row), which
+# verify_sessions derives again and compares (store/integrity.py). entry_id and parent_id first.
+DERIVED = (
+    "entry_id", "parent_id", "type", "role", "timestamp", "ts_ms", "preview", "depth",
+    "ctx_thinking", "ctx_model", "ctx_compaction_id", "kept_from_id",
+)  # fmt: skip
 ROWS_PER_STATEMENT = 40  # 20 saves ~1% less, 100 ~0.3% more; SQLite allows 32,766 parameters
 
 

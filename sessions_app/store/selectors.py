@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable, Iterator, Mapping
+import itertools
+from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -16,7 +17,7 @@ from sessions_app.core import context as ctx
 from sessions_app.core import jsjson
 from sessions_app.core.tree import Node, labels_in_force
 from sessions_app.errors import EntryNotFound
-from sessions_app.models import Entry, Membership, Session
+from sessions_app.models import BIG_COLUMNS, VISIBLE, Entry, Membership, Session
 from sessions_app.store import tree_nodes
 from sessions_app.store.batches import select_in
 
@@ -33,7 +34,7 @@ def session_list_for_user(*, user: User | AnonymousUser) -> QuerySet[Session]:
         return Session.objects.none()
     teams = Membership.objects.filter(user_id=user.pk).values("team_id")
     mine = Q(owner_id=user.pk, team__isnull=True) | Q(team_id__in=teams)
-    return Session.objects.filter(mine, deleting=False).order_by("-modified_ms", "-id")
+    return Session.objects.filter(mine, VISIBLE).defer(*BIG_COLUMNS).order_by("-modified_ms", "-id")
 
 
 def entry_get(*, session: Session, entry_id: str) -> Entry:
@@ -123,21 +124,20 @@ def label_lines(*, sessions: QuerySet[Session] | Iterable[int] | None) -> Iterat
     """(session pk, label entry) for the label entries of these sessions (None: of every session),
     read from the stored lines, each session's in file order."""
     rows = Entry.objects.filter(type="label")
-    if sessions is not None:
-        rows = rows.filter(session__in=sessions)
+    rows = rows.filter(session__in=Session.objects.filter(VISIBLE) if sessions is None else sessions)
     for session_pk, raw in rows.order_by("session_id", "seq").values_list("session_id", "raw").iterator(2000):
         yield session_pk, jsjson.loads(raw)
 
 
 def label_texts(*, sessions: QuerySet[Session] | Iterable[int] | None) -> dict[str, set[int]]:
-    """Every label text ever set in these sessions (None: in every session), with the sessions
-    (pks) it was set in. Read from the label entries themselves: a label's row preview is display
-    text, cut at 200 characters."""
+    """Every label text in force in these sessions (None: in every session), with the sessions
+    (pks) where it is: pi's label replay per session, so a cleared label (a later label entry
+    with an empty label) is gone. Read from the label entries themselves: a label's row preview
+    is display text, cut at 200 characters."""
     texts: dict[str, set[int]] = {}
-    for session_pk, data in label_lines(sessions=sessions):
-        text = data.get("label")
-        if isinstance(text, str) and text:
-            texts.setdefault(text, set()).add(session_pk)
+    for session_pk, group in itertools.groupby(label_lines(sessions=sessions), key=lambda line: line[0]):
+        for data in labels_in_force(data for _, data in group).values():
+            texts.setdefault(data["label"], set()).add(session_pk)
     return texts
 
 
@@ -168,16 +168,43 @@ def tree_json(*, session: Session) -> bytes:
     return tree_nodes.tree_json(session=session, labels=labels(session=session))
 
 
-def export_lines(*, session: Session) -> Iterator[str]:
-    """The session as pi JSONL, one line (with its newline) at a time."""
+EXPORT_BATCH = 1000  # entries per query of an export (keyset pages: memory bounded by this)
+
+
+def entry_batches(
+    *, session: Session, fields: Sequence[str], batch: int | None = None, upto: int | None = None
+) -> Iterator[list[tuple[Any, ...]]]:
+    """The session's entries in file order, ``fields`` of each (the first must be "seq"), a list
+    of at most ``batch`` rows at a time: one short keyset query per batch (no cursor held open
+    between them), up to seq ``upto`` (default: the last entry there is at the first call): a
+    consistent prefix of an append-only session, whatever is appended meanwhile. batch:
+    EXPORT_BATCH by default."""
+    size = batch or EXPORT_BATCH
+    last = upto if upto is not None else Session.objects.filter(pk=session.pk).values_list("last_seq", flat=True)[0]
+    after = 0
+    while after < last:
+        rows = list(
+            Entry.objects.filter(session=session, seq__gt=after, seq__lte=last)
+            .order_by("seq")
+            .values_list(*fields)[:size]
+        )
+        if not rows:
+            return
+        yield rows
+        after = rows[-1][0]
+
+
+def export_lines(*, session: Session, batch: int | None = None, upto: int | None = None) -> Iterator[str]:
+    """The session as pi JSONL, one line (with its newline) at a time, read in batches: up to seq
+    ``upto`` (entry_batches), so the file is whole whatever is appended while the lines go out."""
     yield session.header_raw + "\n"
     extra = sorted(((int(after), raw) for after, raw in session.extra_headers), key=lambda item: item[0])
     k = 0
-    rows = Entry.objects.filter(session=session).order_by("seq").values_list("seq", "raw")
-    for seq, raw in rows.iterator(chunk_size=2000):
-        while k < len(extra) and extra[k][0] < seq:
-            yield extra[k][1] + "\n"
-            k += 1
-        yield raw + "\n"
+    for rows in entry_batches(session=session, fields=("seq", "raw"), batch=batch, upto=upto):
+        for seq, raw in rows:
+            while k < len(extra) and extra[k][0] < seq:
+                yield extra[k][1] + "\n"
+                k += 1
+            yield raw + "\n"
     for _, raw in extra[k:]:
         yield raw + "\n"

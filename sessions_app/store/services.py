@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Collection, Mapping
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -122,7 +123,10 @@ def _locked(session: Session) -> Session:
     # against a writer holding the audit chain's head.
     lock = " FOR NO KEY UPDATE" if connection.features.has_select_for_no_key_update else ""
     found = list(
-        Session.objects.raw(f"SELECT * FROM sessions_app_session WHERE id = %s AND NOT deleting{lock}", [session.pk])
+        Session.objects.raw(
+            f"SELECT * FROM sessions_app_session WHERE id = %s AND NOT deleting AND staging IS NULL{lock}",
+            [session.pk],
+        )
     )
     if not found:
         raise SessionNotFound()
@@ -151,9 +155,10 @@ def build_entry(payload: Mapping[str, Any], *, entry_id: str, parent_id: str | N
 
 
 @transaction.atomic
-def session_create(*, owner: User, name: str | None = None, cwd: str = "") -> Session:
+def session_create(*, owner: User, name: str | None = None, cwd: str = "", created: str | None = None) -> Session:
+    """A new empty session (its header made as pi makes it; created: its timestamp, default now)."""
     header: dict[str, Any] = {
-        "type": "session", "version": 3, "id": str(uuid.uuid4()), "timestamp": now_iso(), "cwd": cwd,
+        "type": "session", "version": 3, "id": str(uuid.uuid4()), "timestamp": created or now_iso(), "cwd": cwd,
     }  # fmt: skip
     session = Session.objects.create(
         public_id=header["id"],
@@ -162,7 +167,9 @@ def session_create(*, owner: User, name: str | None = None, cwd: str = "") -> Se
         cwd=cwd,
         created=header["timestamp"],
     )
-    audit.audit_record(actor=owner, action="session.create", obj_type="session", obj_id=session.public_id)
+    audit.audit_record(
+        actor=owner, action="session.create", obj_type="session", obj_id=session.public_id, after={"owner": owner.pk}
+    )
     if name and name.strip():
         entry_append(session=session, payload={"type": "session_info", "name": name.strip()}, author=owner)
         session.refresh_from_db()
@@ -182,6 +189,11 @@ def entry_append(
 
     payload holds the type and its fields; id and timestamp may be given, else they are made.
     """
+    target = payload.get("targetId") if payload.get("type") == "label" else None
+    for field, value in (("id", payload.get("id")), ("parentId", parent_id), ("targetId", target)):
+        # before any lookup by them (PostgreSQL refuses a NUL even in a query)
+        if isinstance(value, str) and (problem := piformat.id_problem(field, value)) is not None:
+            raise InvalidEntry(problem, field=field)
     locked = _locked(session)
     parent = locked.leaf_id if parent_id is UNSET else parent_id
     # The parent's stored state doubles as the check that it exists. A parentId of the wrong type
@@ -190,7 +202,6 @@ def entry_append(
     if isinstance(parent, str) and parent not in tree.known([parent]):
         raise EntryNotFound(f"Entry {parent} not found", parentId=parent)
     entry_id = payload.get("id")
-    target = payload.get("targetId") if payload.get("type") == "label" else None
     present = sel.entry_ids_present(session=locked, ids=[i for i in (entry_id, target) if isinstance(i, str)])
     if entry_id is None:
         entry_id = _new_entry_id(locked)
@@ -358,7 +369,7 @@ def session_fork(*, session: Session, entry_id: str, owner: User) -> Session:
     _store(fork, labels, owner.pk, tree)
     fork.save()
     audit.audit_record(
-        actor=owner, action="session.fork", obj_type="session", obj_id=fork.public_id,
+        actor=owner, action="session.fork", obj_type="session", obj_id=fork.public_id, after={"owner": owner.pk},
         extra={"from": session.public_id, "at": entry_id},
     )  # fmt: skip
     return fork
@@ -397,14 +408,48 @@ def _path_without_labels(path: list[Node]) -> tuple[list[Node], set[str]]:
     return kept, changed
 
 
+def _delete_whole(session_pk: int) -> None:
+    """The one delete path: a session and all its entries (the only way entries ever disappear).
+
+    The session row goes first: the entry trigger (migration 0007) lets entries be deleted only
+    once their session row is gone (the foreign keys are checked at commit). Then Django's
+    cascade does the rest (turns, viewers, share links; forks keep their entries, their
+    parent_session is cleared), finding no entries left."""
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM sessions_app_session WHERE id = %s", [session_pk])
+        cursor.execute("DELETE FROM sessions_app_entry WHERE session_id = %s", [session_pk])
+    Session(pk=session_pk).delete()
+
+
 @transaction.atomic
 def session_delete(*, session: Session) -> None:
-    """Remove a session and all its entries (the only way entries ever disappear)."""
-    Session.objects.filter(pk=session.pk).update(deleting=True, leaf_id=None)
-    with connection.cursor() as cursor:
-        cursor.execute("DELETE FROM sessions_app_entry WHERE session_id = %s", [session.pk])
-    Session.objects.filter(pk=session.pk).delete()
+    """Remove a session and all its entries."""
+    _delete_whole(session.pk)
     audit.audit_record(
         action="session.delete", obj_type="session", obj_id=session.public_id, extra={"name": session.name}
     )
     events.publish_on_commit(session, events.changed_event(session, "deleted"))
+
+
+@transaction.atomic
+def staging_discard(*, session_pk: int) -> bool:
+    """Delete an import's staging session whole (store/importing/pipeline.py), through the one
+    delete path: a failed import's rows are never deleted one by one. Not audited and no event:
+    no reader ever saw it. False if it is not (or no longer) a staging session."""
+    if not Session.objects.filter(pk=session_pk, staging=True).exists():
+        return False
+    _delete_whole(session_pk)
+    return True
+
+
+def staging_discard_stale(*, older_than_s: float | None = None) -> int:
+    """Delete the staging sessions of imports that stopped (a crash, a killed process): those
+    untouched for PIWEB_IMPORT_STALE_SECONDS (an import touches its staging session with every
+    batch it writes). Run by the janitor (live/streaming.py); returns how many went."""
+    age = settings.PIWEB_IMPORT_STALE_SECONDS if older_than_s is None else older_than_s
+    cutoff = timezone.now() - timedelta(seconds=age)
+    stale = Session.objects.filter(staging=True, updated_at__lt=cutoff).values_list("pk", flat=True)
+    gone = sum(staging_discard(session_pk=pk) for pk in list(stale))
+    if gone:
+        log.info("deleted %s staging session(s) of imports that stopped", gone)
+    return gone

@@ -3,7 +3,9 @@
 A branch share names an entry; what it shows is the path from the root to that entry and every
 entry below it, nothing else (share_scope). Only a SHA-256 of each link's token is stored, so a
 link is shown once, when it is made. A link works while it is not revoked, not expired, and its
-creator still may share the session (leaving the team or losing the role ends their links).
+creator still may share the session. Losing that right (leaving the team, losing the role) revokes
+their links in the database (access.revoke.share_links_revoke_lost): a restored role does not
+bring them back.
 Each view of a shared page is recorded in the audit log.
 """
 
@@ -19,10 +21,9 @@ from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from sessions_app.access import audit, permissions
-from sessions_app.core import jsjson
 from sessions_app.core.listing import Listing, update_listing
 from sessions_app.errors import EntryNotFound, InvalidRequest, SessionNotFound, ShareNotFound
-from sessions_app.models import Entry, Session, ShareLink
+from sessions_app.models import Session, ShareLink
 from sessions_app.store import explorer, selectors
 
 TOKEN_PREFIX = "pis_"
@@ -72,7 +73,7 @@ def share_list_for_user(*, user: User) -> QuerySet[ShareLink]:
     owned = Q(session__owner=user, session__team__isnull=True)
     return (
         ShareLink.objects.filter(mine | managed | owned)
-        .filter(session__deleting=False)
+        .filter(session__deleting=False, session__staging__isnull=True)  # (models.VISIBLE)
         .select_related("session", "created_by")
         .distinct()
         .order_by("-created_at", "-pk")
@@ -111,7 +112,7 @@ def share_resolve(token: str) -> ShareLink:
         raise ShareNotFound()
     if share.expires_at is not None and share.expires_at <= timezone.now():
         raise ShareNotFound()
-    if share.session.deleting:
+    if share.session.deleting or share.session.staging:
         raise ShareNotFound()
     if not permissions.can(permissions.session_access(share.created_by, share.session), "share"):
         raise ShareNotFound()
@@ -181,20 +182,15 @@ def _branch_leaf(share: ShareLink) -> str:
     return explorer.newest_leaf(share.session, share.entry_id)
 
 
-def shared_title(share: ShareLink, scope: set[str] | None) -> str:
+def shared_title(share: ShareLink) -> str:
     """The name a share page shows, by pi's listing rule (listing.update_listing: the latest
-    session_info's name, else the first user message) over the entries in the scope only."""
+    session_info's name, else the first user message). A branch link reads its shared path only
+    (root to the shared entry): nothing from another branch, another root or below the entry."""
     session = share.session
-    if scope is None:
+    if share.entry_id is None:
         return session.name or session.first_message
     listed = Listing()
-    rows = Entry.objects.filter(session=session).order_by("seq").values_list("entry_id", "raw")
-    for entry_id, raw in rows.filter(type="session_info").iterator(chunk_size=200):
-        if entry_id in scope:
-            update_listing(listed, jsjson.loads(raw))
-    for entry_id, raw in rows.filter(type="message", role="user").iterator(chunk_size=200):
-        if entry_id in scope:
-            update_listing(listed, jsjson.loads(raw))
-            if listed.first_message:
-                break
+    for node in selectors.path_nodes(session=session, leaf_id=share.entry_id):
+        if node.type == "session_info" or node.role == "user":
+            update_listing(listed, node.data)
     return listed.name or listed.first_message

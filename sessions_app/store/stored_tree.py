@@ -5,6 +5,7 @@ whether one is an ancestor of another. Each answer is one indexed query, asked o
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Collection, Iterable
 
 from django.db import connection
@@ -20,17 +21,22 @@ class DbTree:
     """A session's stored entries (core.intake.StoredTree). chains collects the chain hashes of
     the stored entries looked up, which the new entries' hashes start from."""
 
-    def __init__(self, session: Session, *, all_ids: bool = False, all_lines: bool = False) -> None:
+    def __init__(
+        self, session: Session, *, all_ids: bool = False, all_lines: bool = False, empty: bool = False
+    ) -> None:
+        """all_ids: read every stored id at once; all_lines: and a digest of every line (a file
+        read whole again compares each of its lines), read as a stream; empty: none stored."""
         self.session = session
         self.chains: dict[str, str] = {}
         self._known: dict[str, Known] = {}
         self._present: dict[str, bool] = {}
         self._ids: set[str] | None = None
-        self._lines: dict[str, str] = {}
-        if session._state.adding:
+        self._lines: dict[str, bytes] = {}  # entry id -> _digest(line)
+        if session._state.adding or empty:
             self._ids = set()
         elif all_lines:
-            self._lines = dict(Entry.objects.filter(session=session).values_list("entry_id", "raw"))
+            found = Entry.objects.filter(session=session).values_list("entry_id", "raw").iterator(chunk_size=2000)
+            self._lines = {entry_id: _digest(raw.encode()) for entry_id, raw in found}
             self._ids = set(self._lines)
         elif all_ids:
             self._ids = set(Entry.objects.filter(session=session).values_list("entry_id", flat=True))
@@ -76,15 +82,20 @@ class DbTree:
             self._present[entry_id] = True
             self.chains[entry_id] = chain or ""
 
-    def line(self, entry_id: str) -> str:
+    def same_line(self, entry_id: str, line: bytes) -> bool:
         if entry_id not in self._lines:
-            self._lines[entry_id] = Entry.objects.get(session=self.session, entry_id=entry_id).raw
-        return self._lines[entry_id]
+            self._lines[entry_id] = _digest(Entry.objects.get(session=self.session, entry_id=entry_id).raw.encode())
+        return self._lines[entry_id] == _digest(line)
 
     def is_ancestor(self, start_id: str, target_id: str, target_depth: int) -> bool:
         with connection.cursor() as cursor:
             cursor.execute(_ANCESTOR, [self.session.pk, start_id, self.session.pk, target_depth, target_id])
             return cursor.fetchone() is not None
+
+
+def _digest(line: bytes) -> bytes:
+    """A line's stand-in (16 bytes instead of the line: a whole session's are held at once)."""
+    return hashlib.blake2b(line, digest_size=16).digest()
 
 
 _ANCESTOR = """

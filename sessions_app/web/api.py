@@ -14,13 +14,14 @@ from ninja import Body, File, Form, Router, Status, UploadedFile
 from sessions_app.access import audit, teams
 from sessions_app.access.permissions import Capability
 from sessions_app.errors import InvalidEntry
-from sessions_app.models import Session
+from sessions_app.models import BIG_COLUMNS, Session
 from sessions_app.store import selectors, services, shares
-from sessions_app.store.importing import pipeline
+from sessions_app.store.importing import background, pipeline
 from sessions_app.web import exports
 from sessions_app.web.schemas import (
     ContextOut,
     EntryCreatedOut,
+    EntryId,
     ErrorOut,
     ForkIn,
     ImportErrorOut,
@@ -49,7 +50,11 @@ def _user(request: HttpRequest) -> User:
 
 @router.get("", response=list[SessionOut], url_name="session_list")
 def session_list(request: HttpRequest) -> list[SessionOut]:
-    sessions = selectors.session_list_for_user(user=request.user).select_related("parent_session")
+    sessions = (
+        selectors.session_list_for_user(user=request.user)
+        .select_related("parent_session")
+        .defer(*(f"parent_session__{name}" for name in BIG_COLUMNS))
+    )
     return [SessionOut.of(s) for s in sessions]
 
 
@@ -62,19 +67,21 @@ def session_create(request: HttpRequest, body: SessionIn | None = None) -> Statu
 
 @router.post(
     "/import",
-    response={201: ImportOut, 200: ImportOut, 400: ImportErrorOut, 409: ErrorOut},
+    response={201: ImportOut, 200: ImportOut, 400: ImportErrorOut, 409: ErrorOut, 413: ImportErrorOut},
     url_name="session_import",
 )
 def session_import(
     request: HttpRequest, file: File[UploadedFile], partial: Form[bool] = False, team: Form[str] = ""
 ) -> Status[ImportOut]:
+    background.require_upload_size(request)
     into = teams.team_for_import(user=_user(request), public_id=team) if team else None
-    result = pipeline.session_import(
-        owner=_user(request),
-        data=file.read(),
-        source_path=file.name or "",
-        partial=partial,
-    )
+    source = background.upload_source(file)
+    try:
+        result = pipeline.session_import(
+            owner=_user(request), data=source, source_path=file.name or "", partial=partial
+        )
+    finally:
+        source.close()
     if into is not None and result.session.team_id is None:
         teams.session_move_to_team(session=result.session, team=into, actor=_user(request))
     out = ImportOut(
@@ -108,11 +115,17 @@ def session_delete(request: HttpRequest, session_id: str) -> Status[None]:
 
 @router.get("/{session_id}/export.jsonl", url_name="session_export")
 def session_export(request: HttpRequest, session_id: str) -> StreamingHttpResponse:
-    return exports.jsonl_response(_session(request, session_id))
+    return exports.jsonl_response(request, _session(request, session_id))
+
+
+@router.get("/{session_id}/export.html", url_name="session_export_html", response={409: ErrorOut})
+def session_export_html(request: HttpRequest, session_id: str) -> StreamingHttpResponse:
+    """pi's self-contained HTML export; 409 (with the JSONL export's URL) above the size guard."""
+    return exports.html_response(request, _session(request, session_id))
 
 
 @router.get("/{session_id}/context", response=ContextOut, url_name="session_context")
-def session_context(request: HttpRequest, session_id: str, leaf: str | None = None) -> HttpResponse:
+def session_context(request: HttpRequest, session_id: str, leaf: EntryId | None = None) -> HttpResponse:
     session = _session(request, session_id)
     audit.audit_record(action="session.context", obj_type="session", obj_id=session.public_id, extra={"leaf": leaf})
     # Serialised directly (the schema documents it): validating every message costs as much as building it.

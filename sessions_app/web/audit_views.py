@@ -150,12 +150,11 @@ def session_chain_verify(request: HttpRequest) -> HttpResponse:
     session = Session.objects.filter(public_id=public_id).first()
     if session is None:
         return _page(request, verify_error=f"No session {public_id!r}.")
-    finding = integrity.session_verify(session=session)
-    audit_record(
-        action="session.verify", obj_type="session", obj_id=public_id,
-        after={"bad": finding.seq if finding else None, "message": finding.message if finding else ""},
-    )  # fmt: skip
-    if finding is None:
-        return _page(request, verify_ok=f"Session {public_id}: every entry verified.")
-    where = f"entry #{finding.seq} ({finding.entry_id})" if finding.seq else "the session"
-    return _page(request, verify_error=f"Session {public_id}: {where}: {finding.message}")
+    findings = integrity.session_verify(session=session)
+    first = findings[0] if findings else None
+    after = {"bad": first.seq if first else None, "message": first.message if first else "", "findings": len(findings)}
+    audit_record(action="session.verify", obj_type="session", obj_id=public_id, after=after)
+    if first is None:
+        return _page(request, verify_ok=f"Session {public_id}: every entry verified, and its owner and team.")
+    shown = "; ".join(str(f) for f in findings[:3]) + (f"; and {len(findings) - 3} more" if len(findings) > 3 else "")
+    return _page(request, verify_error=f"Session {public_id}: {shown}")

@@ -15,6 +15,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.loader import render_to_string
@@ -26,6 +27,7 @@ from sessions_app.live import compacting, streaming, turns
 from sessions_app.llm.registry import registry_from_settings
 from sessions_app.models import Session
 from sessions_app.store import selectors
+from sessions_app.web import forms
 
 ChatView = Callable[[HttpRequest, Session, User], Awaitable[HttpResponse]]
 
@@ -62,6 +64,15 @@ def _field(request: HttpRequest, name: str, *, required: bool = True, limit: int
     return value
 
 
+def _entry_id(request: HttpRequest) -> str:
+    """The form's `entry`, exactly as sent (an id may be spaces: forms.entry_id_field)."""
+    try:
+        value: str = forms.entry_id_field().clean(request.POST.get("entry", ""))
+    except ValidationError as e:
+        raise InvalidRequest(f"'entry': {e.messages[0]}", field="entry") from e
+    return value
+
+
 def composer_context(session: Session, *, draft: str = "") -> dict[str, Any]:
     """What templates/sessions_app/chat/composer.html needs (the UI's session page can use it too)."""
     registry = registry_from_settings()
@@ -78,6 +89,9 @@ def composer_context(session: Session, *, draft: str = "") -> dict[str, Any]:
 
 
 def render_composer(request: HttpRequest, session: Session, *, draft: str = "") -> str:
+    """The composer for the session as it is now: a command has just moved its leaf, so the model
+    and thinking pickers are read at the new leaf, not at the one the request started with."""
+    session.refresh_from_db()
     return render_to_string("sessions_app/chat/composer.html", composer_context(session, draft=draft), request)
 
 
@@ -100,7 +114,7 @@ async def chat_send(request: HttpRequest, session: Session, user: User) -> HttpR
 async def chat_edit(request: HttpRequest, session: Session, user: User) -> HttpResponse:
     """entry (a user message), text: a sibling user message and its reply."""
     turn = await sync_to_async(turns.chat_edit)(
-        session=session, entry_id=_field(request, "entry"), text=_field(request, "text", limit=200_000), author=user
+        session=session, entry_id=_entry_id(request), text=_field(request, "text", limit=200_000), author=user
     )
     await streaming.dispatch(turn)
     return _done(request, session)
@@ -109,7 +123,7 @@ async def chat_edit(request: HttpRequest, session: Session, user: User) -> HttpR
 @chat_view
 async def chat_regenerate(request: HttpRequest, session: Session, user: User) -> HttpResponse:
     """entry (an assistant message): another reply beside it."""
-    turn = await sync_to_async(turns.chat_regenerate)(session=session, entry_id=_field(request, "entry"), author=user)
+    turn = await sync_to_async(turns.chat_regenerate)(session=session, entry_id=_entry_id(request), author=user)
     await streaming.dispatch(turn)
     return _done(request, session)
 
@@ -117,7 +131,7 @@ async def chat_regenerate(request: HttpRequest, session: Session, user: User) ->
 @chat_view
 async def chat_continue(request: HttpRequest, session: Session, user: User) -> HttpResponse:
     """entry (any node): move the leaf there and run a reply under it."""
-    turn = await sync_to_async(turns.chat_continue)(session=session, entry_id=_field(request, "entry"), author=user)
+    turn = await sync_to_async(turns.chat_continue)(session=session, entry_id=_entry_id(request), author=user)
     await streaming.dispatch(turn)
     return _done(request, session)
 
@@ -157,7 +171,7 @@ async def chat_navigate(request: HttpRequest, session: Session, user: User) -> H
     """entry (target), summarize (1 = summarize the branch being left), instructions (optional)."""
     result = await turns.navigate(
         session=session,
-        target_id=_field(request, "entry"),
+        target_id=_entry_id(request),
         summarize=request.POST.get("summarize") in ("1", "true", "on"),
         instructions=_field(request, "instructions", required=False, limit=10_000).strip() or None,
         author=user,

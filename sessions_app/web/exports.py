@@ -1,35 +1,105 @@
 """Downloads of a session: its pi JSONL file and pi's self-contained HTML export, named as pi names
 them (listing.session_file_stem: "<stem>.jsonl", and "pi-session-<stem>.html" as pi's /export). The
-page and the REST API both answer with these."""
+page and the REST API both answer with these.
+
+Both are streamed with bounded memory: the entries are read a batch at a time
+(selectors.entry_batches) and each batch is sent before the next is read, so the first byte leaves
+at once and the server holds one batch, whatever the session's size. Under ASGI (daphne) the pieces
+come through an async iterator that reads each one in the request's thread: Django would otherwise
+gather a synchronous iterator into one list before sending the first byte. An HTML export of more
+than PIWEB_EXPORT_HTML_MAX_ENTRIES entries is refused (ExportTooLarge), offering the JSONL instead.
+"""
 
 from __future__ import annotations
 
-from django.http import HttpResponse, StreamingHttpResponse
+from collections.abc import AsyncIterator, Iterator
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.handlers.asgi import ASGIRequest
+from django.http import HttpRequest, StreamingHttpResponse
+from django.urls import reverse
 from django.utils.http import content_disposition_header
 
 from sessions_app.access import audit
 from sessions_app.core.listing import session_file_stem
+from sessions_app.errors import ExportTooLarge
 from sessions_app.models import Session
-from sessions_app.render import markup
+from sessions_app.render import export
 from sessions_app.store import selectors
 
+CHUNK_BYTES = 256 * 1024  # JSONL lines are sent in pieces of about this size
 
-def _attachment(response: HttpResponse | StreamingHttpResponse, name: str) -> None:
+
+def _attachment(response: StreamingHttpResponse, name: str) -> None:
     # RFC 6266 quoting: imported ids may hold non-ASCII characters.
     response["Content-Disposition"] = content_disposition_header(True, name) or "attachment"
 
 
-def jsonl_response(session: Session) -> StreamingHttpResponse:
+def _stem(session: Session) -> str:
+    """pi's file name for the session: by pi's id (the source id, when the server id differs)."""
+    return session_file_stem(session.created, session.source_id or session.public_id)
+
+
+async def _each_in_thread(pieces: Iterator[bytes]) -> AsyncIterator[bytes]:
+    """pieces, each one made in the request's thread (where its database connection lives)."""
+
+    def step() -> bytes | None:
+        return next(pieces, None)
+
+    in_thread = sync_to_async(step, thread_sensitive=True)
+    while (piece := await in_thread()) is not None:
+        yield piece
+
+
+def _streamed(request: HttpRequest, pieces: Iterator[bytes], content_type: str) -> StreamingHttpResponse:
+    content = _each_in_thread(pieces) if isinstance(request, ASGIRequest) else pieces
+    return StreamingHttpResponse(content, content_type=content_type)
+
+
+def _jsonl_pieces(session: Session) -> Iterator[bytes]:
+    """The JSONL lines in pieces of about CHUNK_BYTES; the header at once, before any entry is read."""
+    lines = selectors.export_lines(session=session, upto=session.last_seq)  # as the request found it
+    yield next(lines).encode()
+    buffer: list[str] = []
+    size = 0
+    for line in lines:
+        buffer.append(line)
+        size += len(line)
+        if size >= CHUNK_BYTES:
+            yield "".join(buffer).encode()
+            buffer, size = [], 0
+    if buffer:
+        yield "".join(buffer).encode()
+
+
+def jsonl_response(request: HttpRequest, session: Session) -> StreamingHttpResponse:
     """The session as pi JSONL, streamed (audited as an export)."""
     audit.audit_record(action="session.export", obj_type="session", obj_id=session.public_id, extra={"format": "jsonl"})
-    response = StreamingHttpResponse(selectors.export_lines(session=session), content_type="application/x-ndjson")
-    _attachment(response, f"{session_file_stem(session.created, session.public_id)}.jsonl")
+    response = _streamed(request, _jsonl_pieces(session), "application/x-ndjson")
+    _attachment(response, f"{_stem(session)}.jsonl")
     return response
 
 
-def html_response(session: Session) -> HttpResponse:
-    """pi's self-contained HTML export of the session (audited as an export)."""
+def html_export_check(session: Session) -> None:
+    """ExportTooLarge if the session has more entries than an HTML export may hold."""
+    limit = settings.PIWEB_EXPORT_HTML_MAX_ENTRIES
+    if session.last_seq > limit:
+        raise ExportTooLarge(
+            f"This session has {session.last_seq:,} entries, more than an HTML export may hold ({limit:,}). "
+            "Download it as JSONL instead: pi and piweb both open that.",
+            entries=session.last_seq,
+            limit=limit,
+            jsonl=reverse("sessions:export_jsonl", args=[session.public_id]),
+        )
+
+
+def html_response(request: HttpRequest, session: Session) -> StreamingHttpResponse:
+    """pi's self-contained HTML export of the session, streamed (audited as an export)."""
+    html_export_check(session)
     audit.audit_record(action="session.export", obj_type="session", obj_id=session.public_id, extra={"format": "html"})
-    response = HttpResponse(markup.export_html(session), content_type="text/html; charset=utf-8")
-    _attachment(response, f"pi-session-{session_file_stem(session.created, session.public_id)}.html")
+    response = _streamed(request, export.export_chunks(session), "text/html; charset=utf-8")
+    # The file's own policy (its meta element says the same): only its script and style run.
+    response["Content-Security-Policy"] = export.export_policy()
+    _attachment(response, f"pi-session-{_stem(session)}.html")
     return response

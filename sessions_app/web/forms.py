@@ -1,12 +1,35 @@
-"""Forms for the htmx UI: validation only; views hand the cleaned data to services."""
+"""Forms for the htmx UI: validation only; views hand the cleaned data to services. Also the one
+check of a form's `next` (next_url)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django import forms
+from django.http import HttpRequest
+from django.utils.http import url_has_allowed_host_and_scheme
 
+from sessions_app.core.piformat import MAX_ID_CHARS
 from sessions_app.core.treeview import FILTERS
+from sessions_app.errors import SessionsError
+
+# A form that did not validate comes back with its errors, swapped in place of the form (htmx
+# swaps a 422: templates/base.html) or as the whole page again.
+FORM_ERRORS = 422
+
+
+def add_service_error(form: forms.Form, exc: SessionsError) -> None:
+    """A service's refusal (MemberError, SessionConflict...) shown on the form: on the field it names
+    (its extra["field"]) when the form has that field, else above the form."""
+    field = exc.extra.get("field")
+    form.errors  # noqa: B018 - validates the form first: add_error needs its cleaned_data
+    form.add_error(field if isinstance(field, str) and field in form.fields else None, exc.message)
+
+
+def entry_id_field(*, required: bool = True) -> forms.CharField:
+    """An entry id exactly as sent: any characters up to import's cap, spaces kept (ids may begin,
+    end or consist of them; core/entryids.py)."""
+    return forms.CharField(required=required, max_length=MAX_ID_CHARS, strip=False)
 
 
 class ListQueryForm(forms.Form):
@@ -28,8 +51,8 @@ class NewChatForm(forms.Form):
 class PlaceForm(forms.Form):
     """Where a session page looks (all optional; ids are checked against the session by the selector)."""
 
-    leaf = forms.CharField(required=False, max_length=200)
-    target = forms.CharField(required=False, max_length=200)
+    leaf = entry_id_field(required=False)
+    target = entry_id_field(required=False)
     filter = forms.ChoiceField(required=False, choices=[(f, f) for f in FILTERS])
     q = forms.CharField(required=False, max_length=200)
 
@@ -44,17 +67,17 @@ class PlaceForm(forms.Form):
 
 
 class GapForm(forms.Form):
-    node = forms.CharField(max_length=200)
+    node = entry_id_field()
     up = forms.BooleanField(required=False)
     d = forms.IntegerField(required=False, min_value=0, max_value=50)
     filter = forms.ChoiceField(required=False, choices=[(f, f) for f in FILTERS])
-    leaf = forms.CharField(required=False, max_length=200)
+    leaf = entry_id_field(required=False)
 
 
 class EntryForm(forms.Form):
-    entry = forms.CharField(max_length=200)
-    leaf = forms.CharField(required=False, max_length=200)
-    target = forms.CharField(required=False, max_length=200)
+    entry = entry_id_field()
+    leaf = entry_id_field(required=False)
+    target = entry_id_field(required=False)
     filter = forms.ChoiceField(required=False, choices=[(f, f) for f in FILTERS])
 
 
@@ -64,7 +87,7 @@ class LabelForm(EntryForm):
 
 
 class RenameForm(forms.Form):
-    name = forms.CharField(max_length=500, strip=True)
+    name = forms.CharField(max_length=500, strip=True, error_messages={"required": "A name is required."})
 
 
 class ComposerForm(forms.Form):
@@ -75,3 +98,14 @@ class ComposerForm(forms.Form):
         if not text.strip():
             raise forms.ValidationError("Write something first.")
         return text
+
+
+def next_url(request: HttpRequest, fallback: str) -> str:
+    """The form's `next` if it stays on this site (same host, http(s), https when the request is),
+    else fallback: a `next` never sends anyone to another site."""
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return target
+    return fallback

@@ -1,11 +1,24 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
 from ninja import Schema
+from pydantic import AfterValidator
 
+from sessions_app.core import piformat
 from sessions_app.models import Session
+
+
+def _storable_id(value: str) -> str:
+    problem = piformat.id_problem("id", value)
+    if problem is not None:
+        raise ValueError(problem.replace("field 'id' ", "the entry id "))
+    return value
+
+
+# An entry id the API takes (body or query): any string an entry's id may be (piformat.id_problem).
+EntryId = Annotated[str, AfterValidator(_storable_id)]
 
 
 class ErrorOut(Schema):
@@ -81,20 +94,20 @@ class EntryCreatedOut(Schema):
 
 
 class LeafIn(Schema):
-    entryId: str | None
+    entryId: EntryId | None
 
 
 class LabelIn(Schema):
-    targetId: str
+    targetId: EntryId
     label: str | None = None
 
 
 class ForkIn(Schema):
-    entryId: str
+    entryId: EntryId
 
 
 class ShareIn(Schema):
-    entryId: str | None = None  # None: the whole session; else that branch
+    entryId: EntryId | None = None  # None: the whole session; else that branch
     expiresDays: int | None = None
 
 

@@ -4,6 +4,7 @@ from django.urls import path
 
 from sessions_app.web import settings_views as v
 from sessions_app.web import shared_views
+from sessions_app.web.converters import ENTRY_ID
 
 app_name = "settings"
 
@@ -18,8 +19,12 @@ urlpatterns = [
     path("s/<str:token>/tree/gap/", shared_views.shared_tree_gap, name="shared_tree_gap"),
     path("s/<str:token>/tree/branch/", shared_views.shared_tree_branch, name="shared_tree_branch"),
     path("s/<str:token>/conversation/earlier/", shared_views.shared_earlier, name="shared_earlier"),
-    path("s/<str:token>/entries/<str:entry_id>/output/", shared_views.shared_output, name="shared_output"),
-    path("s/<str:token>/entries/<str:entry_id>/image/<int:index>/", shared_views.shared_image, name="shared_image"),
+    path(f"s/<str:token>/entries/<{ENTRY_ID}:entry_id>/output/", shared_views.shared_output, name="shared_output"),
+    path(
+        f"s/<str:token>/entries/<{ENTRY_ID}:entry_id>/image/<int:index>/",
+        shared_views.shared_image,
+        name="shared_image",
+    ),
     path("teams/", v.team_list, name="teams"),
     path("teams/new/", v.team_create, name="team_create"),
     path("teams/<str:public_id>/", v.team_detail, name="team"),

@@ -17,11 +17,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from sessions_app.access import api_tokens, permissions, teams
-from sessions_app.errors import (
-    MemberError,
-)
-from sessions_app.models import TEAM_ROLES, Membership, Session, Team
+from sessions_app.errors import MemberError, SessionConflict
+from sessions_app.models import BIG_COLUMNS, TEAM_ROLES, VISIBLE, Membership, Session, Team
 from sessions_app.store import selectors, shares
+from sessions_app.web.forms import FORM_ERRORS, add_service_error, entry_id_field
 
 # --- forms ---------------------------------------------------------------------------------------
 
@@ -33,16 +32,16 @@ class TokenForm(forms.Form):
 
 
 class ShareForm(forms.Form):
-    entry = forms.CharField(max_length=200, required=False)
+    entry = entry_id_field(required=False)
     expires_days = forms.IntegerField(required=False, min_value=1, max_value=3650)
 
 
 class TeamForm(forms.Form):
-    name = forms.CharField(max_length=100)
+    name = forms.CharField(max_length=100, error_messages={"required": "A team needs a name."})
 
 
 class InviteForm(forms.Form):
-    username = forms.CharField(max_length=150)
+    username = forms.CharField(max_length=150, error_messages={"required": "Give a username."})
     role = forms.ChoiceField(choices=[(r, r) for r in TEAM_ROLES], initial="viewer")
 
 
@@ -70,7 +69,9 @@ def token_list(request: HttpRequest) -> HttpResponse:
 def token_create(request: HttpRequest) -> HttpResponse:
     form = TokenForm(request.POST)
     if not form.is_valid():
-        return HttpResponse("Check the token's fields.", status=400)
+        context = {"tokens": api_tokens.api_token_list(user=_user(request)), "form": form}
+        template = "settings/tokens.html#token-section" if request.headers.get("HX-Request") else "settings/tokens.html"
+        return render(request, template, context, status=FORM_ERRORS)
     d = form.cleaned_data
     record, token = api_tokens.api_token_create(
         user=_user(request), name=d["name"], scope=d["scope"], expires_days=d.get("expires_days")
@@ -104,7 +105,11 @@ def share_create(request: HttpRequest, public_id: str) -> HttpResponse:
     session = selectors.session_get_for_user(user=request.user, public_id=public_id, need="share")
     form = ShareForm(request.POST)
     if not form.is_valid():
-        return HttpResponse("Check the link's fields.", status=400)
+        # The popover's output shows the errors (share_form.html); a plain form gets them as a page.
+        if request.headers.get("HX-Request") == "true":
+            return render(request, "sessions_app/partials/form_errors.html", {"form": form}, status=FORM_ERRORS)
+        context = {"form": form, "session": session}
+        return render(request, "settings/share_created_page.html", context, status=FORM_ERRORS)
     d = form.cleaned_data
     share, token = shares.share_create(
         session=session, user=_user(request), entry_id=d.get("entry") or None, expires_days=d.get("expires_days")
@@ -142,17 +147,24 @@ def team_list(request: HttpRequest) -> HttpResponse:
 @login_required
 def team_create(request: HttpRequest) -> HttpResponse:
     form = TeamForm(request.POST)
-    if not form.is_valid():
-        return HttpResponse("A team needs a name.", status=400)
-    team = teams.team_create(name=form.cleaned_data["name"], creator=_user(request))
-    return redirect("settings:team", team.public_id)
+    if form.is_valid():
+        try:
+            team = teams.team_create(name=form.cleaned_data["name"], creator=_user(request))
+        except MemberError as exc:
+            add_service_error(form, exc)
+        else:
+            return redirect("settings:team", team.public_id)
+    context = {"teams": teams.team_list_for_user(user=_user(request)), "form": form}
+    return render(request, "settings/teams.html", context, status=FORM_ERRORS)
 
 
-def _team_context(request: HttpRequest, team: Team) -> dict[str, Any]:
+def _team_context(request: HttpRequest, team: Team, **forms_shown: Any) -> dict[str, Any]:
     user = _user(request)
     role = permissions.team_role(user, team.pk)
     members = Membership.objects.filter(team=team).select_related("user").order_by("user__username")
-    personal = Session.objects.filter(owner=user, team__isnull=True, deleting=False).order_by("-modified_ms")
+    personal = (
+        Session.objects.filter(VISIBLE, owner=user, team__isnull=True).defer(*BIG_COLUMNS).order_by("-modified_ms")
+    )
     return {
         "team": team,
         "role": role,
@@ -160,9 +172,10 @@ def _team_context(request: HttpRequest, team: Team) -> dict[str, Any]:
         "can_import": permissions.can(role, "import"),
         "members": members,
         "roles": TEAM_ROLES,
-        "sessions": Session.objects.filter(team=team, deleting=False).order_by("-modified_ms")[:200],
+        "sessions": Session.objects.filter(VISIBLE, team=team).defer(*BIG_COLUMNS).order_by("-modified_ms")[:200],
         "personal": personal[:200],
         "invite": InviteForm(),
+        **forms_shown,
     }
 
 
@@ -179,17 +192,33 @@ def _members(request: HttpRequest, team: Team) -> HttpResponse:
     return redirect("settings:team", team.public_id)
 
 
+def _team_refused(request: HttpRequest, team: Team, part: str, **shown: Any) -> HttpResponse:
+    """A team form that came back with errors: its part of the page (htmx) or the whole page."""
+    page = "settings/team.html" + (f"#{part}" if request.headers.get("HX-Request") == "true" else "")
+    return render(request, page, _team_context(request, team, **shown), status=FORM_ERRORS)
+
+
+class _Refusal(forms.Form):
+    """Errors of a team action that has no form of its own (a role, a removal, a move)."""
+
+
 @require_POST
 @login_required
 def member_invite(request: HttpRequest, public_id: str) -> HttpResponse:
     team = teams.team_get_for_user(user=_user(request), public_id=public_id)
     form = InviteForm(request.POST)
-    if not form.is_valid():
-        return HttpResponse("Give a username and a role.", status=400)
-    teams.member_invite(
-        team=team, username=form.cleaned_data["username"], role=form.cleaned_data["role"], actor=_user(request)
-    )
-    return _members(request, team)
+    if form.is_valid():
+        try:
+            teams.member_invite(
+                team=team, username=form.cleaned_data["username"], role=form.cleaned_data["role"], actor=_user(request)
+            )
+        except (MemberError, SessionConflict) as exc:
+            add_service_error(form, exc)
+    if form.errors:
+        return _team_refused(request, team, "invite", invite=form)
+    if request.headers.get("HX-Request") == "true":  # a fresh form, and the members table out of band
+        return render(request, "settings/team.html#invite", {**_team_context(request, team), "oob": True})
+    return redirect("settings:team", team.public_id)
 
 
 def _member(team: Team, username: str) -> User:
@@ -204,9 +233,15 @@ def _member(team: Team, username: str) -> User:
 def member_role(request: HttpRequest, public_id: str, username: str) -> HttpResponse:
     team = teams.team_get_for_user(user=_user(request), public_id=public_id)
     form = RoleForm(request.POST)
-    if not form.is_valid():
-        return HttpResponse("Choose a role.", status=400)
-    teams.member_role_set(team=team, user=_member(team, username), role=form.cleaned_data["role"], actor=_user(request))
+    if form.is_valid():
+        try:
+            teams.member_role_set(
+                team=team, user=_member(team, username), role=form.cleaned_data["role"], actor=_user(request)
+            )
+        except (MemberError, SessionConflict) as exc:
+            add_service_error(form, exc)
+    if form.errors:
+        return _team_refused(request, team, "members", members_form=form)
     return _members(request, team)
 
 
@@ -214,7 +249,12 @@ def member_role(request: HttpRequest, public_id: str, username: str) -> HttpResp
 @login_required
 def member_remove(request: HttpRequest, public_id: str, username: str) -> HttpResponse:
     team = teams.team_get_for_user(user=_user(request), public_id=public_id)
-    teams.member_remove(team=team, user=_member(team, username), actor=_user(request))
+    try:
+        teams.member_remove(team=team, user=_member(team, username), actor=_user(request))
+    except (MemberError, SessionConflict) as exc:
+        refusal = _Refusal({})
+        add_service_error(refusal, exc)
+        return _team_refused(request, team, "members", members_form=refusal)
     if username == _user(request).username:
         return redirect("settings:teams")
     return _members(request, team)

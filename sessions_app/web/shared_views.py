@@ -4,7 +4,7 @@ read-only, showing only the entries in the link's scope (shares.share_scope), wi
 
 Every request resolves the token (a revoked, expired or unknown link is a 404) and every entry it
 names is checked against the scope (views.Reader: outside it is a 404 too). The page's name comes
-from the scope as well (shares.shared_title), never from another branch.
+from the shared path as well (shares.shared_title), never from another branch.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def shared_page(request: HtmxHttpRequest, token: str) -> HttpResponse:
     params = {**forms.PlaceForm(request.GET).place(), "q": ""}  # no search: it reads the whole session
     context = views.detail_context(request, reader, params)
     # No note about the session's leaf: the link's visitor reads, they do not follow anyone's leaf.
-    context.update(share=reader.share, title=shares.shared_title(reader.share, reader.scope), following=True)
+    context.update(share=reader.share, title=shares.shared_title(reader.share), following=True)
     if request.htmx and request.htmx.target in FRAGMENTS:
         return render(request, FRAGMENTS[request.htmx.target], context)
     shares.share_viewed(share=reader.share)

@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.urls import path
 
 from sessions_app.web import views
+from sessions_app.web.converters import ENTRY_ID
 
 app_name = "sessions"
 
@@ -15,8 +16,8 @@ urlpatterns = [
     path("sessions/<str:public_id>/tree/gap/", views.tree_gap, name="tree_gap"),
     path("sessions/<str:public_id>/tree/branch/", views.tree_branch, name="tree_branch"),
     path("sessions/<str:public_id>/conversation/earlier/", views.conversation_earlier, name="earlier"),
-    path("sessions/<str:public_id>/entries/<str:entry_id>/output/", views.entry_output, name="output"),
-    path("sessions/<str:public_id>/entries/<str:entry_id>/image/<int:index>/", views.entry_image, name="image"),
+    path(f"sessions/<str:public_id>/entries/<{ENTRY_ID}:entry_id>/output/", views.entry_output, name="output"),
+    path(f"sessions/<str:public_id>/entries/<{ENTRY_ID}:entry_id>/image/<int:index>/", views.entry_image, name="image"),
     path("sessions/<str:public_id>/continue/", views.entry_continue, name="continue"),
     path("sessions/<str:public_id>/label/", views.entry_label, name="label"),
     path("sessions/<str:public_id>/fork/", views.entry_fork, name="fork"),

@@ -10,7 +10,6 @@ import base64
 import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Concatenate, ParamSpec
 from urllib.parse import urlencode
 
@@ -34,16 +33,16 @@ from django_htmx.middleware import HtmxDetails
 
 from sessions_app.access import audit, permissions, teams
 from sessions_app.access.permissions import Capability
-from sessions_app.core import jsjson
+from sessions_app.core import jsjson, piformat
 from sessions_app.core import treeview as tv
 from sessions_app.core.clock import now_ms
 from sessions_app.core.tree import TEXTLESS_PREFIX, editor_text
-from sessions_app.errors import EntryNotFound, ImportNotFound, InvalidRequest
+from sessions_app.errors import EntryNotFound, ExportTooLarge, ImportNotFound, InvalidRequest
 from sessions_app.models import Session, ShareLink
 from sessions_app.render import markup
 from sessions_app.store import explorer, selectors, services, shares
 from sessions_app.store.importing import background
-from sessions_app.web import chat_views, exports, forms
+from sessions_app.web import chat_views, exports, forms, header
 
 P = ParamSpec("P")
 
@@ -97,7 +96,7 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
     labels = explorer.labels_by_session(list(page.object_list))
     context = {
         "page": page,
-        "rows": [(s, labels.get(s.pk, []), _when(s)) for s in page.object_list],
+        "rows": [(s, labels.get(s.pk, []), header.when_shown(s)) for s in page.object_list],
         "query": query,
         "qs": urlencode({k: v for k, v in query.items() if v}),
         "form": form,
@@ -109,13 +108,6 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
     if request.htmx and request.htmx.target == "session-table":
         return render(request, "sessions_app/session_list.html#session-table", context)
     return render(request, "sessions_app/session_list.html", context)
-
-
-def _when(session: Session) -> dict[str, str]:
-    modified = ""
-    if session.modified_ms:
-        modified = datetime.fromtimestamp(session.modified_ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M")
-    return {"created": session.created[:16].replace("T", " "), "modified": modified}
 
 
 @require_POST
@@ -140,23 +132,31 @@ def session_new(request: HtmxHttpRequest) -> HttpResponse:
 @login_required
 def session_import(request: HtmxHttpRequest) -> HttpResponse:
     """Import one or more pi files; each file is accepted or rejected whole, errors with line numbers."""
+    background.require_upload_size(request)  # (before the body is parsed)
     team = request.POST.get("team", "")
     into = teams.team_for_import(user=_request_user(request), public_id=team) if team else None
     uploads = request.FILES.getlist("files")
     if uploads and request.POST.get("background") == "1":
         # The page's uploader: each file imports in the background; the answer polls its progress.
         jobs = [
-            background.job_start(user=_request_user(request), data=u.read(), name=u.name or "upload.jsonl", into=into)
+            background.job_start(
+                user=_request_user(request), data=background.upload_source(u), name=u.name or "upload.jsonl", into=into
+            )
             for u in uploads
         ]
         return render(request, "sessions_app/import_progress.html", {"jobs": jobs}, status=202)
     results: list[background.Result] = []
     for upload in uploads:
         name = upload.name or "upload.jsonl"
-        results.append(background.import_one(user=_request_user(request), data=upload.read(), name=name, into=into))
+        source = background.upload_source(upload)
+        try:
+            results.append(background.import_one(user=_request_user(request), data=source, name=name, into=into))
+        finally:
+            source.close()
     if not results:
         results.append({"name": "", "ok": False, "message": "Choose one or more .jsonl files.", "errors": []})
-    status = 200 if all(r["ok"] for r in results) else 400
+    failed = [r.get("status", 400) for r in results if not r["ok"]]
+    status = max(failed) if failed else 200
     if request.htmx:
         return render(request, "sessions_app/session_list.html#import-results", {"results": results}, status=status)
     return render(request, "sessions_app/import_done.html", {"results": results}, status=status)
@@ -209,8 +209,9 @@ class Reader:
         return with_query(self.base, **params)
 
     def check(self, entry_id: str) -> None:
-        """EntryNotFound (a 404) for an entry outside the reader's scope."""
-        if self.scope is not None and entry_id not in self.scope:
+        """EntryNotFound (a 404) for an entry outside the reader's scope, or an id no entry has (one
+        that cannot be stored: PostgreSQL refuses a NUL even in a query)."""
+        if (self.scope is not None and entry_id not in self.scope) or piformat.id_problem("id", entry_id):
             raise EntryNotFound(f"Entry {entry_id} not found", entryId=entry_id)
 
     def entry_row(self, entry_id: str) -> tv.Row:
@@ -273,14 +274,18 @@ class Presenter:
         view_leaf: str | None,
         focus: str | None,
         mode: str,
+        current: str | None,
+        q: str = "",
     ) -> None:
         self.reader, self.session, self.rows, self.labels, self.on_path = reader, reader.session, rows, labels, on_path
-        self.view_leaf, self.focus, self.mode = view_leaf, focus, mode
+        self.view_leaf, self.focus, self.mode, self.current, self.q = view_leaf, focus, mode, current, q
+        self.words = tv.search_words(q)
 
     def open_url(self, node: str) -> str:
+        """The page at this node; a search's results keep the search (and its next and previous)."""
         if node in self.on_path and self.view_leaf:
-            return self.reader.url(leaf=self.view_leaf, target=node, filter=self.mode)
-        return self.reader.url(target=node, filter=self.mode)
+            return self.reader.url(leaf=self.view_leaf, target=node, filter=self.mode, q=self.q)
+        return self.reader.url(target=node, filter=self.mode, q=self.q)
 
     def node(self, node_id: str) -> dict[str, Any]:
         row = self.rows[node_id]
@@ -292,11 +297,12 @@ class Presenter:
             "icon": icon,
             "label": self.labels.get(node_id),
             "on_path": node_id in self.on_path,
-            "current": node_id == self.session.leaf_id,
+            "current": node_id == self.current,
             "focus": node_id == self.focus,
             "url": self.open_url(node_id),
             "type": row.type,
             "role": row.role,
+            "marked": markup.mark_words(row_text(row), self.words) if self.words else None,
         }
 
     def items(self, items: Iterable[tv.Item]) -> list[dict[str, Any]]:
@@ -344,8 +350,11 @@ def detail_context(request: HtmxHttpRequest, reader: Reader, params: dict[str, A
         view_leaf=leaf_id,
         focus=target_id,
         mode=params["mode"],
+        current=place.session_leaf,
+        q=params["q"],
     )
     shown = markup.shown_path(data.conversation)
+    results = [pres.node(r.id) for r in data.tree.results]
     return {
         "session": session,
         "can": reader.can,
@@ -358,9 +367,10 @@ def detail_context(request: HtmxHttpRequest, reader: Reader, params: dict[str, A
         "tree": data.tree,
         "tree_items": pres.items(data.tree.items),
         "tree_roots": [pres.branch(b, 1) for b in data.tree.roots],
-        "results": [pres.node(r.id) for r in data.tree.results],
-        "shown": _decorate(reader, shown, data.siblings, data.labels, leaf_id, params["mode"]),
-        "following": leaf_id == session.leaf_id,
+        "results": results,
+        "hit": _search_hit(results, target_id),
+        "shown": _decorate(reader, shown, data.siblings, data.labels, leaf_id, params["mode"], place.session_leaf),
+        "following": leaf_id == place.session_leaf,
         "more_above": data.conv_more_above,
         "first_id": data.conversation[0].entry_id if data.conversation else None,
         "more_below_url": reader.url(leaf=leaf_id, target=data.conv_more_below, filter=params["mode"])
@@ -370,8 +380,18 @@ def detail_context(request: HtmxHttpRequest, reader: Reader, params: dict[str, A
         "self_url": reader.url(leaf=leaf_id, target=target_id, filter=params["mode"]),
         "base_url": reader.base,
         "labels_used": sorted(set(data.labels.values())),
-        "when": _when(session),
+        **header.title_context(request, reader),
     }
+
+
+def _search_hit(results: list[dict[str, Any]], target_id: str | None) -> dict[str, Any] | None:
+    """Where the open entry is among a search's results: its place, and the previous and next
+    results' URLs (which keep the search), wrapping around."""
+    ids = [r["id"] for r in results]
+    if target_id not in ids:
+        return None
+    at = ids.index(target_id)
+    return {"n": at + 1, "prev": results[at - 1]["url"], "next": results[(at + 1) % len(results)]["url"]}
 
 
 def _can(request: HtmxHttpRequest, session: Session) -> dict[str, bool]:
@@ -379,11 +399,11 @@ def _can(request: HtmxHttpRequest, session: Session) -> dict[str, bool]:
     return dict.fromkeys(permissions.session_capabilities(request.user, session), True)
 
 
-def _leaf_path(reader: Reader, view_leaf: str | None) -> set[str] | None:
-    """Entry ids on the session's leaf path; None when the viewer is reading that path anyway, or
-    may not move the leaf (a share link's visitor)."""
+def _leaf_path(reader: Reader, view_leaf: str | None, session_leaf: str | None) -> set[str] | None:
+    """Entry ids on the session's leaf path; None when the viewer is reading that path anyway (the
+    session's leaf as read: session_leaf), or may not move the leaf (a share link's visitor)."""
     session = reader.session
-    if view_leaf == session.leaf_id or session.leaf_id is None or not reader.can.get("branch"):
+    if view_leaf in (session.leaf_id, session_leaf) or session.leaf_id is None or not reader.can.get("branch"):
         return None
     return {n.id for n in selectors.path_nodes(session=session, leaf_id=session.leaf_id)}
 
@@ -395,8 +415,9 @@ def _decorate(
     labels: dict[str, str],
     leaf_id: str | None,
     mode: str,
+    session_leaf: str | None,
 ) -> list[dict[str, Any]]:
-    leaf_path = _leaf_path(reader, leaf_id)
+    leaf_path = _leaf_path(reader, leaf_id, session_leaf)
     out = []
     for s in shown:
         sib = sibs.get(s.id)
@@ -408,7 +429,7 @@ def _decorate(
                 "sib": sib,
                 "prev_url": reader.url(target=sib.prev, filter=mode) if sib and sib.prev else None,
                 "next_url": reader.url(target=sib.next, filter=mode) if sib and sib.next else None,
-                "current": s.id == reader.session.leaf_id,
+                "current": s.id == session_leaf,
                 "off_path": leaf_path is not None and s.id not in leaf_path,
             }
         )
@@ -444,8 +465,10 @@ def gap_response(request: HtmxHttpRequest, reader: Reader) -> HttpResponse:
     leaf = d.get("leaf") or None
     if leaf is not None:
         reader.check(leaf)
+    current = explorer.reading_leaf(reader.session)
     items, rows, on_path = explorer.gap_panel(
         reader.session,
+        current=current,
         node_id=d["node"],
         up=d["up"],
         depth=d.get("d") or 0,
@@ -454,7 +477,16 @@ def gap_response(request: HtmxHttpRequest, reader: Reader) -> HttpResponse:
         scope=reader.scope,
     )
     labels = selectors.labels(session=reader.session, within=reader.scope)
-    pres = Presenter(reader, rows=rows, labels=labels, on_path=on_path, view_leaf=leaf, focus=None, mode=mode)
+    pres = Presenter(
+        reader,
+        rows=rows,
+        labels=labels,
+        on_path=on_path,
+        view_leaf=leaf,
+        focus=None,
+        mode=mode,
+        current=current,
+    )
     return render(request, "sessions_app/partials/tree_items.html", _tree_ctx(reader, pres.items(items), mode, d))
 
 
@@ -465,11 +497,21 @@ def branch_response(request: HtmxHttpRequest, reader: Reader) -> HttpResponse:
     d = form.cleaned_data
     mode = d.get("filter") or "default"
     reader.entry_row(d["node"])
+    current = explorer.reading_leaf(reader.session)
     items, rows = explorer.branch_panel(
-        reader.session, node_id=d["node"], depth=d.get("d") or 1, mode=mode, scope=reader.scope
+        reader.session, node_id=d["node"], depth=d.get("d") or 1, mode=mode, current=current, scope=reader.scope
     )
     labels = selectors.labels(session=reader.session, within=reader.scope)
-    pres = Presenter(reader, rows=rows, labels=labels, on_path=set(), view_leaf=None, focus=None, mode=mode)
+    pres = Presenter(
+        reader,
+        rows=rows,
+        labels=labels,
+        on_path=set(),
+        view_leaf=None,
+        focus=None,
+        mode=mode,
+        current=current,
+    )
     return render(request, "sessions_app/partials/tree_items.html", _tree_ctx(reader, pres.items(items), mode, d))
 
 
@@ -496,7 +538,7 @@ def earlier_response(request: HtmxHttpRequest, reader: Reader) -> HttpResponse:
         "session": session,
         "can": reader.can,
         "share_token": reader.token,
-        "shown": _decorate(reader, shown, sibs, labels, leaf, "default"),
+        "shown": _decorate(reader, shown, sibs, labels, leaf, "default", explorer.reading_leaf(session)),
         "more_above": more,
         "first_id": entries[0].entry_id if entries else None,
         "leaf_id": leaf,
@@ -629,11 +671,21 @@ def entry_append(request: HtmxHttpRequest, session: Session) -> HttpResponse:
 @require_POST
 @session_action("manage")
 def session_rename(request: HtmxHttpRequest, session: Session) -> HttpResponse:
+    """The header's rename form: htmx swaps the header (partial session-title) with the new name and
+    the form closed, or with the form open and its errors; a plain form goes back to the page."""
     form = forms.RenameForm(request.POST)
-    if not form.is_valid():
-        return HttpResponseBadRequest("A name is required.")
-    services.session_rename(session=session, name=form.cleaned_data["name"], author=_request_user(request))
-    return _go(request, request.POST.get("next") or page_url(session))
+    if form.is_valid():
+        services.session_rename(session=session, name=form.cleaned_data["name"], author=_request_user(request))
+        session.refresh_from_db()
+        if not request.htmx:
+            return redirect(forms.next_url(request, page_url(session)))
+    context = {**header.title_context(request, user_reader(request, session)), "rename_form": form, "oob_title": True}
+    status = 200 if form.is_valid() else forms.FORM_ERRORS
+    if not request.htmx:  # a plain form with errors: the page again, the form open
+        context = {**detail_context(request, user_reader(request, session), forms.PlaceForm({}).place()), **context}
+        context.update(chat_views.composer_context(session, draft=context["draft"]), oob_title=False)
+        return render(request, "sessions_app/session_detail.html", context, status=status)
+    return render(request, "sessions_app/session_detail.html#session-title", context, status=status)
 
 
 @require_http_methods(["GET", "POST"])
@@ -649,10 +701,14 @@ def session_delete(request: HtmxHttpRequest, session: Session) -> HttpResponse:
 @require_GET
 @session_view
 def export_jsonl(request: HtmxHttpRequest, session: Session) -> StreamingHttpResponse:
-    return exports.jsonl_response(session)
+    return exports.jsonl_response(request, session)
 
 
 @require_GET
 @session_view
-def export_page(request: HtmxHttpRequest, session: Session) -> HttpResponse:
-    return exports.html_response(session)
+def export_page(request: HtmxHttpRequest, session: Session) -> HttpResponseBase:
+    try:
+        return exports.html_response(request, session)
+    except ExportTooLarge as exc:
+        context = {"session": session, "message": exc.message, "jsonl": exc.extra["jsonl"]}
+        return render(request, "sessions_app/export_too_large.html", context, status=exc.status)

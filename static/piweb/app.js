@@ -7,13 +7,14 @@
   try { saved = localStorage.getItem("piweb-theme"); } catch (e) { /* private mode */ }
   root.dataset.theme = saved || (window.matchMedia && matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light");
 
-  function toast(text) {
+  function toast(text, bad) {
     var t = document.getElementById("toast");
     if (!t) return;
     t.textContent = text;
     t.classList.add("show");
+    t.classList.toggle("bad", !!bad);
     clearTimeout(t._timer);
-    t._timer = setTimeout(function () { t.classList.remove("show"); }, 1600);
+    t._timer = setTimeout(function () { t.classList.remove("show"); }, bad ? 6000 : 1600);  // an error stays to be read
   }
 
   // --- tree ------------------------------------------------------------------------------------
@@ -111,14 +112,73 @@
     input.focus();
   }
 
+  // The search box: ↓ and ↑ move through the matches, Enter opens the chosen one (or, on the one
+  // already open, the next); the page keeps the search, and the focus comes back to the box.
+  var searchNav = false;
+  function searchResults() {
+    var t = tree();
+    return t ? Array.prototype.slice.call(t.querySelectorAll(".results li.node")) : [];
+  }
+  function onSearchKey(ev) {
+    var k = ev.key;
+    if (k !== "ArrowDown" && k !== "ArrowUp" && k !== "Enter") return false;
+    ev.preventDefault();
+    var rows = searchResults();
+    if (!rows.length) {  // no search (or no match): into the tree
+      if (k === "ArrowUp") return true;
+      var t = tree();
+      t.focus();
+      if (!selected()) select(visibleRows()[0]);
+      return true;
+    }
+    var cur = selected(), i = rows.indexOf(cur);
+    if (k === "Enter") {
+      var pick = i >= 0 && !cur.classList.contains("focus") ? cur : rows[(i + 1) % rows.length];
+      select(pick);
+      var a = pick.querySelector("a.txt");
+      if (a) { searchNav = true; a.click(); }
+      return true;
+    }
+    select(k === "ArrowDown" ? rows[(i + 1) % rows.length] : rows[(i - 1 + rows.length) % rows.length]);
+    return true;
+  }
+  function refocusSearch() {
+    if (!searchNav) return;
+    searchNav = false;
+    var box = document.querySelector("[data-tree-search]");
+    if (!box) return;
+    box.focus();
+    box.setSelectionRange(box.value.length, box.value.length);
+  }
+
+  // A search or a filter chosen in the tree's form goes to the address bar (the rest of the URL as
+  // it is now), so a reload or a copied link brings it back.
+  function rememberTreeForm(ev) {
+    // The swapped-in tree (htmx fires afterSwap on the new element); a late answer to a form the
+    // explorer has since replaced lands outside the page and counts for nothing.
+    var body = ev.detail && ev.detail.elt, form = document.getElementById("tree-form");
+    if (!body || body.id !== "tree-body" || !document.body.contains(body) || !form) return;
+    var box = form.querySelector("input[name=q]");  // (a share link's tree has filters, no search)
+    var url = new URL(location.href), q = box ? box.value.trim() : "";
+    var f = form.querySelector("input[name=filter]:checked");
+    if (q) url.searchParams.set("q", q); else url.searchParams.delete("q");
+    if (f && f.value !== "default") url.searchParams.set("filter", f.value); else url.searchParams.delete("filter");
+    if (url.href !== location.href) history.replaceState(history.state, "", url.href);
+  }
+  document.addEventListener("htmx:afterSwap", rememberTreeForm);
+  // The tree form reloads the tree on "input" from the search box (debounced) and on "change" from
+  // the filters; the box's own "change", when it loses the focus, would reload it once more, behind
+  // whatever the user did meanwhile (a fold, a result opened).
+  document.addEventListener("change", function (ev) {
+    if (ev.target.matches && ev.target.matches("[data-tree-search]")) ev.stopPropagation();
+  }, true);
+
   document.addEventListener("keydown", function (ev) {
     var t = tree();
     if (!t) return;
     var tag = (ev.target.tagName || "").toLowerCase();
     var typing = tag === "input" || tag === "textarea" || tag === "select" || ev.target.isContentEditable;
-    if (ev.target.matches && ev.target.matches("[data-tree-search]") && (ev.key === "ArrowDown" || ev.key === "Enter")) {
-      ev.preventDefault(); t.focus(); if (!selected()) select(visibleRows()[0]); return;
-    }
+    if (ev.target.matches && ev.target.matches("[data-tree-search]") && onSearchKey(ev)) return;
     if (typing || ev.ctrlKey || ev.metaKey || ev.altKey) return;
     if (t.contains(document.activeElement) || document.activeElement === t || document.activeElement === document.body) {
       if (ev.key === "/") { var s = document.querySelector("[data-tree-search]"); if (s) { ev.preventDefault(); s.focus(); } return; }
@@ -162,7 +222,8 @@
       if (f) { select(f, false); f.scrollIntoView({ block: "center" }); }
     }
     var ex = document.getElementById("explorer");
-    var target = ex && ex.dataset.target && document.getElementById("e-" + ex.dataset.target);
+    // An entry id may hold any character: find its message by data-id (CSS.escape), not by element id.
+    var target = ex && ex.dataset.target && ex.querySelector('#conversation .msg[data-id="' + CSS.escape(ex.dataset.target) + '"]');
     if (target && location.hash !== "#composer") target.scrollIntoView({ block: "start" });
     if (location.hash === "#composer") {
       var c = document.getElementById("composer-text");
@@ -175,6 +236,7 @@
     var el = ev.detail && ev.detail.elt;
     if (el && (el.id === "explorer")) {
       focusPage();
+      refocusSearch();
       if (el.hasAttribute("data-following")) notice(false);
       var conv = document.getElementById("conversation");
       if (live.scrollEnd && conv) conv.scrollTop = conv.scrollHeight;
@@ -218,7 +280,16 @@
     if (!form || !ta || ta.value || form.contains(document.activeElement) || !window.htmx) return;
     htmx.ajax("GET", chatDock().dataset.url, { target: "#chat-composer", select: "#chat-composer", swap: "outerHTML" });
   }
+  function showCount() {
+    // The header's message count follows the session (#session-live's data-count, from the socket).
+    var state = document.getElementById("session-live"), out = document.querySelector("[data-message-count]");
+    var n = state && state.dataset.count;
+    if (!out || n === undefined || n === "") return;
+    var text = n + (n === "1" ? " message" : " messages");
+    if (out.textContent !== text) out.textContent = text;
+  }
   function onLive() {
+    showCount();
     if (live.timer) return;  // one refresh per burst; stream deltas must not postpone it
     live.timer = setTimeout(function () {
       live.timer = null;
@@ -230,7 +301,11 @@
       if (!live.follow) refreshComposer();  // an action of ours brings its own composer
       if (live.follow || ex.hasAttribute("data-following")) {
         live.follow = false;
-        loadLeaf(leaf);
+        // The session's leaf as it is when the page is drawn, not the one this frame named: the
+        // page's data-seq then matches what it shows, so a reply that lands while it loads still
+        // brings a frame with a newer seq (a named, older leaf would leave the page off the leaf
+        // with an up-to-date seq, and nothing would reload it).
+        loadLeaf("");
         return;
       }
       ex.dataset.seq = seq;
@@ -278,11 +353,13 @@
     // allows no eval).
     if (elt && elt.hasAttribute && elt.hasAttribute("data-remove-after-request") && ev.detail.successful) elt.remove();
     var det = elt && elt.closest && elt.closest("details.chat-edit, details.chat-nav, details.chat-compact");
-    if (det && ev.detail.successful) det.open = false;
+    // A popover closes once its command went through; compaction's also when it failed (the
+    // error shows in a toast: htmx:responseError), since there is nothing in it to correct.
+    if (det && (ev.detail.successful || det.classList.contains("chat-compact"))) det.open = false;
   });
   document.addEventListener("htmx:responseError", function (ev) {
     var xhr = ev.detail && ev.detail.xhr;
-    toast((xhr && xhr.responseText ? xhr.responseText : "The request failed").slice(0, 200));
+    toast((xhr && xhr.responseText ? xhr.responseText : "The request failed").slice(0, 200), true);
   });
   document.addEventListener("click", function (ev) {
     var jump = ev.target.closest && ev.target.closest("#chat-notice [data-jump-leaf]");

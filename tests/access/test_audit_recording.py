@@ -71,10 +71,9 @@ def test_every_action_is_recorded(client, alice):
     check("session.export", "r-html", obj_id=sid, extra={"format": "html"})
     fork = call(client, "post", f"/api/sessions/{sid}/fork", "r-fork", {"entryId": e1}).json()["id"]
     check("session.fork", "r-fork", obj_id=fork, extra={"from": sid, "at": e1})
-    exported = client.get(f"/api/sessions/{sid}/export.jsonl")
+    body = b"".join(client.get(f"/api/sessions/{sid}/export.jsonl").streaming_content)  # (streamed: read it now)
     call(client, "delete", f"/api/sessions/{sid}", "r-delete", content_type=None)
     check("session.delete", "r-delete", obj_id=sid)
-    body = b"".join(exported.streaming_content)
     upload = SimpleUploadedFile("s.jsonl", body)
     call(client, "post", "/api/sessions/import", "r-import", {"file": upload}, content_type=None)
     imported = check("session.import", "r-import", obj_id=sid).extra

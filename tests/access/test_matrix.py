@@ -50,6 +50,7 @@ ENDPOINTS: list[Endpoint] = [
     Endpoint("api.rename", "patch", A, "manage", data={"name": "renamed"}),
     Endpoint("api.delete", "delete", A, "delete", ok=(204,)),
     Endpoint("api.export", "get", A + "/export.jsonl", "read"),
+    Endpoint("api.export_html", "get", A + "/export.html", "read"),
     Endpoint("api.context", "get", A + "/context", "read"),
     Endpoint("api.context_at", "get", A + "/context?leaf={a1}", "read"),
     Endpoint("api.tree", "get", A + "/tree", "read"),

@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from sessions_app.access import teams
+from sessions_app.access import revoke, teams
 from sessions_app.models import AuditRecord, ShareLink
 from sessions_app.store import services, shares
 from tests.builders import assistant, user
@@ -114,15 +114,48 @@ def test_revoked_and_expired_links_stop_working(branched):
 
 
 def test_links_die_with_the_creators_right_to_share(branched):
+    """Losing the role revokes the link in the database: giving the role back does not revive it."""
     url = make(branched, who="reviewer")
+    kept = make(branched, who="admin")
     teams.member_role_set(
         team=branched.core, user=branched.users["reviewer"], role="viewer", actor=branched.users["admin"]
     )
     assert Client().get(url).status_code == 404
+    share = ShareLink.objects.get(created_by=branched.users["reviewer"])
+    assert share.revoked_at is not None
+    record = AuditRecord.objects.filter(action="share.revoke", obj_id=share.prefix).get()
+    assert record.actor_id is None
     teams.member_role_set(
         team=branched.core, user=branched.users["reviewer"], role="reviewer", actor=branched.users["admin"]
     )
-    assert Client().get(url).status_code == 200
+    assert Client().get(url).status_code == 404
+    assert Client().get(kept).status_code == 200  # the admin's link was never in question
+
+
+def test_removal_and_deactivation_revoke_for_good(branched):
+    admin, editor = branched.users["admin"], branched.users["editor"]
+    url = make(branched, who="editor")
+    teams.member_remove(team=branched.core, user=editor, actor=admin)
+    teams.member_invite(team=branched.core, username="editor", role="editor", actor=admin)
+    assert Client().get(url).status_code == 404
+    url = make(branched, who="editor")
+    revoke.user_deactivate(user=editor, actor=admin)
+    type(editor).objects.filter(pk=editor.pk).update(is_active=True)
+    assert Client().get(url).status_code == 404
+    assert ShareLink.objects.filter(created_by=editor, revoked_at__isnull=True).count() == 0
+
+
+def test_moving_a_session_revokes_links_of_who_may_not_share_there(branched):
+    """A session moved to another team: its links made by someone without the right to share there
+    are revoked; the mover's own (an admin of both teams) stays."""
+    admin, other_admin = branched.users["admin"], branched.users["other_admin"]
+    reviewer_url = make(branched, who="reviewer")
+    admin_url = make(branched, who="admin")
+    teams.member_invite(team=branched.other, username="admin", role="admin", actor=other_admin)
+    teams.session_move_to_team(session=branched.sessions["team"], team=branched.other, actor=admin)
+    teams.member_invite(team=branched.other, username="reviewer", role="reviewer", actor=other_admin)
+    assert Client().get(reviewer_url).status_code == 404
+    assert Client().get(admin_url).status_code == 200
 
 
 def test_views_are_counted_and_audited(branched):
@@ -167,3 +200,30 @@ def test_api_share_and_unknown_entry(branched):
 
 def test_unknown_token_is_404(db):
     assert Client().get("/s/pis_nothing/").status_code == 404
+
+
+def test_a_branch_link_names_itself_from_its_path_only(branched):
+    """The title and heading come from the shared path: a session_info on another branch, one
+    below the shared entry, and a second root's first message never show."""
+    s, ids, admin = branched.sessions["team"], branched.ids["team"], branched.users["admin"]
+    services.entry_append(session=s, payload=user("second root question"), parent_id=None, author=admin)
+    services.entry_append(session=s, payload={"type": "session_info", "name": "Name below"}, parent_id=ids["a2b"])
+    services.entry_append(session=s, payload={"type": "session_info", "name": "Other branch name"}, parent_id=ids["a2"])
+    url = make(branched, entry="u2b")
+    html = Client().get(url).content.decode()
+    assert "Other branch name" not in html
+    assert "second root question" not in html
+    assert "[name: Name below]" in html  # below the shared entry: in the tree, not the name
+    assert "<title>team session (shared)" in html  # the session_info at the path's root
+    assert re.search(r'<h1 class="title">team session</h1>', html)
+
+
+def test_a_branch_link_without_a_name_on_its_path_shows_its_first_user_message(branched):
+    s, ids, admin = branched.sessions["team"], branched.ids["team"], branched.users["admin"]
+    services.entry_append(session=s, payload=user("root two first"), parent_id=None, author=admin)
+    b1 = services.entry_append(session=s, payload=user("branch two question"), author=admin)
+    services.entry_append(session=s, payload={"type": "session_info", "name": "Team name"}, parent_id=ids["a2"])
+    share, _ = shares.share_create(session=s, user=admin, entry_id=b1.entry_id)
+    assert shares.shared_title(share) == "root two first"
+    s.refresh_from_db()
+    assert s.name == "Team name"

@@ -1,7 +1,7 @@
 """Importing a file whose session is already stored: its owner and the team's editors and admins
 update it (a mirrored session kept up to date by whoever imports), viewers and reviewers are told
-their role may not, anyone else learns only that it belongs to another account. Nothing changes on
-a refusal."""
+their role may not. For anyone else the file is a new session of their own, under a new server id
+with pi's id as its source id: nothing tells them the other exists. Nothing changes on a refusal."""
 
 from __future__ import annotations
 
@@ -56,12 +56,23 @@ def test_a_viewer_or_reviewer_is_told_their_role_may_not_import(world, name):
 
 
 @pytest.mark.parametrize(("name", "key"), [("owner", "team"), ("other_admin", "team"), ("editor", "personal")])
-def test_anyone_else_gets_a_conflict_that_reveals_nothing_more(world, name, key):
+def test_anyone_else_gets_a_session_of_their_own(world, name, key):
     session = world.sessions[key]
     before = Entry.objects.filter(session=session).count()
-    with pytest.raises(SessionConflict) as caught:
-        pipeline.session_import(owner=world.users[name], data=grown_file(session))
-    assert "under another account" in caught.value.message
+    data = grown_file(session)
+    result = pipeline.session_import(owner=world.users[name], data=data)
+    assert result.created
+    mine = result.session
+    assert (mine.owner_id, mine.team_id, mine.source_id) == (world.users[name].pk, None, session.public_id)
+    assert mine.public_id != session.public_id
+    assert "".join(selectors.export_lines(session=mine)).encode() == data  # pi's header id, byte for byte
+    assert Entry.objects.filter(session=session).count() == before
+    # importing it again finds their own copy by pi's id: nothing new, then only the new line
+    again = pipeline.session_import(owner=world.users[name], data=data)
+    assert (again.session.pk, again.created, again.added) == (mine.pk, False, 0)
+    grown = data + grown_file(session, "more").rsplit(b"\n", 2)[1].replace(b"feed0001", b"feed0002") + b"\n"
+    more = pipeline.session_import(owner=world.users[name], data=grown)
+    assert (more.session.pk, more.created, more.added) == (mine.pk, False, 1)
     assert Entry.objects.filter(session=session).count() == before
 
 

@@ -142,10 +142,11 @@ def test_missing_path(alice, tmp_path):
     assert Session.objects.count() == 0
 
 
-def test_another_users_session_is_rejected(alice, bob, tmp_path):
+def test_another_users_session_id_is_imported_under_a_new_id(alice, bob, tmp_path):
     path = tmp_path / "s.jsonl"
     path.write_bytes(jsonl(message("e1", None, "mine")))
     run(str(path), "--user", "alice")
-    with pytest.raises(CommandError, match="1 rejected"):
-        run(str(path), "--user", "bob")
-    assert Session.objects.get().owner == alice
+    run(str(path), "--user", "bob")
+    assert Session.objects.get(public_id="hand-made-1").owner == alice
+    bobs = Session.objects.get(owner=bob)
+    assert bobs.source_id == "hand-made-1" and bobs.public_id != "hand-made-1"

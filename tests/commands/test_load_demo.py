@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from datetime import datetime
 from io import StringIO
 
 import pytest
@@ -112,3 +113,9 @@ def test_other_username(django_user_model):
     load("--username", "guest", "--password", "guest-pw")
     assert Client().login(username="guest", password="guest-pw")
     assert not django_user_model.objects.filter(username="demo").exists()
+
+
+def test_no_demo_session_was_modified_before_it_was_created(demo):
+    for session in Session.objects.filter(owner=demo):
+        created_ms = datetime.fromisoformat(session.created).timestamp() * 1000
+        assert session.modified_ms >= created_ms, f"{session}: modified before created"

@@ -194,7 +194,25 @@ class SiblingTests(unittest.TestCase):
         self.assertEqual([c[0] for c in order], ["b", "c", "a"])  # by time, then file order
         roots = sorted(children, key=lambda c: tv.sibling_key(parent_id=None, ts_ms=c[1], seq=c[2]))
         self.assertEqual([c[0] for c in roots], ["a", "b", "c"])  # roots keep file order
-        self.assertIn("label", tv.NOT_SIBLINGS)
+        self.assertEqual(tv.BOOKKEEPING, {"label", "session_info"})
+
+    def test_the_group_looks_through_bookkeeping_children(self):
+        kids: dict[str | None, list[tv.Kid]] = {
+            "p": [((10, 1), "L", "label"), ((20, 4), "b", "message"), ((30, 5), "I", "session_info")],
+            "L": [((11, 2), "a", "message"), ((12, 3), "L2", "label")],
+            "L2": [((13, 6), "c", "message")],
+            # "I" has no children: a bookkeeping leaf is nothing to switch to
+        }
+        self.assertEqual(tv.sibling_group(kids, "p"), ["a", "c", "b"])
+        self.assertEqual(tv.siblings(tv.sibling_group(kids, "p"), "b"), tv.Siblings(3, 3, "c", None))
+        self.assertEqual(tv.sibling_group({None: [((0, 1), "r", "message")]}, None), ["r"])
+
+    def test_the_reading_leaf_skips_bookkeeping(self):
+        up = [row("l2", "l1", kind="label"), row("l1", "i", kind="session_info"), row("i", "a"), row("a", None)]
+        self.assertEqual(tv.reading_leaf(up), up[2])
+        only = [row("n", None, kind="session_info")]
+        self.assertEqual(tv.reading_leaf(only), only[0])  # nothing real above: the leaf itself
+        self.assertIsNone(tv.reading_leaf([]))
 
     def test_continue_from_a_user_message_goes_to_its_parent(self):
         self.assertEqual(tv.continue_target(row("u", "p", role="user")), ("p", True))

@@ -81,7 +81,7 @@ async def _still_live_or_closed(comm: WebsocketCommunicator, name: str) -> bool:
     it or failed on the lost Redis connection, which daphne turns into a close (1011), and the
     browser's ws extension reconnects to a fresh snapshot. Hanging silently fails the test."""
     try:
-        frames = await frames_until(comm, rf"Renamed: {name}", timeout=8)
+        frames = await frames_until(comm, rf"Renamed to “{name}”", timeout=8)
     except AssertionError:
         raise AssertionError("the viewer neither saw the change nor was disconnected") from None
     except Exception:  # the application ended: what daphne reports to the browser as a close
@@ -119,6 +119,6 @@ async def test_viewers_are_not_left_hanging_when_redis_restarts(chat_session, al
     # first use of a pooled Redis connection from before the restart can still fail.
     again = await _reconnect(alice, chat_session)
     await sync_to_async(services.session_rename)(session=chat_session, name="on a new connection")
-    await frames_until(again, "Renamed: on a new connection", timeout=5)
+    await frames_until(again, "Renamed to “on a new connection”", timeout=5)
     await again.disconnect()
     assert await Entry.objects.filter(session=chat_session, type="session_info").acount() == 4

@@ -218,5 +218,5 @@ async def test_live_entry_from_a_service_call_reaches_viewer(chat_session, alice
     await sync_to_async(services.session_rename)(session=chat_session, name="renamed <i>")
     frame = (await frames_until(comm, "session-live", timeout=1))[-1]
     assert asyncio.get_running_loop().time() - started < 1.0
-    assert "Renamed: renamed &lt;i&gt;" in frame
+    assert "Renamed to “renamed &lt;i&gt;" in frame
     await comm.disconnect()

@@ -79,3 +79,25 @@ def test_only_safe_raster_images_are_served():
     assert markup.image_block(raw, 0) == ("image/png", "iVBORw0KGgo=")
     assert markup.image_block(raw, 1) is None
     assert markup.image_block(raw, 5) is None
+
+
+def test_task_lists_render_as_disabled_checkboxes():
+    html = markup.markdown("- [x] spaced the timestamps\n- [ ] add `-id`\n- plain item\n\n1. [X] numbered")
+    assert html.count('type="checkbox"') == 3 and html.count('disabled="disabled"') == 3
+    assert html.count("checked") == 2
+    assert "[x]" not in html and "[ ]" not in html and "[X]" not in html
+    assert "spaced the timestamps" in html and "<code>-id</code>" in html
+    assert '<li class="task">' in html and "<li>plain item</li>" in html
+
+
+def test_brackets_outside_list_items_stay_text():
+    html = markup.markdown("[x] not a list\n\n- text [x] inside\n\n```\n- [ ] code\n```")
+    assert "checkbox" not in html and "[x] not a list" in html and "- [ ] code" in html
+
+
+def test_inputs_never_come_from_session_text():
+    """Raw HTML is text; and the sanitiser forces any input it keeps to a disabled checkbox."""
+    assert "<input" not in markup.markdown('<input type="text" autofocus onfocus="x()"> - [x] no')
+    html = markup.sanitize('<input type="text" name="q" autofocus onfocus="window.__xss=1" value="v">')
+    assert "onfocus" not in html and "autofocus" not in html and "text" not in html and "value" not in html
+    assert 'type="checkbox"' in html and "disabled" in html

@@ -1,9 +1,11 @@
-"""Entries are append-only: the database refuses every UPDATE and every single-entry DELETE,
+"""Entries are append-only: the database refuses every UPDATE, every DELETE of an entry whose session
+row still exists (whatever its `deleting` flag says), and TRUNCATE,
 whichever way it is issued. Only session_delete removes entries, and only a whole session's."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from django.db import DatabaseError, connection, transaction
@@ -167,3 +169,84 @@ def test_session_delete_of_an_empty_session(alice):
     session = services.session_create(owner=alice)
     services.session_delete(session=session)
     assert not Session.objects.filter(pk=session.pk).exists()
+
+
+# --- the `deleting` flag lets nothing through, TRUNCATE is refused (issue 19) ----------------
+
+
+def _sql(*statements: str, params: list[Any] | None = None) -> None:
+    with connection.cursor() as cursor:
+        for statement in statements:
+            cursor.execute(statement, params if "%s" in statement else None)
+
+
+def test_it_refuses_deleting_entries_of_a_session_marked_deleting_through_the_orm(session, other):
+    before, bystander = snapshot(session), snapshot(other)
+    Session.objects.filter(pk=session.pk).update(deleting=True)
+    refused(lambda: Entry.objects.filter(session=session, seq=3).delete())
+    refused(lambda: Entry.objects.filter(session=session).delete())
+    refused(lambda: Entry.objects.filter(session=session).first().delete())  # type: ignore[union-attr]
+    Session.objects.filter(pk=session.pk).update(deleting=False)
+    assert snapshot(session) == before
+    assert snapshot(other) == bystander
+
+
+def test_it_refuses_deleting_entries_of_a_session_marked_deleting_through_sql(session):
+    before = snapshot(session)
+    mark = "UPDATE sessions_app_session SET deleting = %s WHERE id = %s"
+
+    def flag_delete_unflag():  # all in one transaction, as an attacker would
+        _sql(mark, params=[True, session.pk])
+        _sql("DELETE FROM sessions_app_entry WHERE session_id = %s AND seq = 2", params=[session.pk])
+        _sql(mark, params=[False, session.pk])
+
+    refused(flag_delete_unflag)
+    _sql(mark, params=[True, session.pk])
+    refused(lambda: _sql("DELETE FROM sessions_app_entry WHERE session_id = %s", params=[session.pk]))
+    refused(lambda: _sql("DELETE FROM sessions_app_entry"))
+    assert snapshot(session) == before
+
+
+def test_it_refuses_emptying_the_entry_table_at_once(session, other):
+    # PostgreSQL's TRUNCATE skips row triggers; SQLite has none, its unqualified DELETE is the same.
+    before, bystander = snapshot(session), snapshot(other)
+    if connection.vendor == "postgresql":
+        _sql("SET CONSTRAINTS ALL IMMEDIATE")  # as in a fresh transaction: no checks pending from the setup
+        refused(lambda: _sql("TRUNCATE sessions_app_entry"))
+        refused(lambda: _sql("TRUNCATE sessions_app_entry, sessions_app_session CASCADE"))
+        refused(lambda: _sql("TRUNCATE sessions_app_session CASCADE"))
+    else:
+        refused(lambda: _sql("DELETE FROM sessions_app_entry"))
+    assert snapshot(session) == before
+    assert snapshot(other) == bystander
+
+
+def test_it_lets_entries_go_only_once_their_session_row_is_gone(session, other):
+    # The one order the trigger allows, which session_delete uses: the session row, then its
+    # entries, in one transaction (foreign keys are checked at commit). That removes the whole
+    # session, which verify_sessions reports unless it was deleted through session_delete.
+    bystander = snapshot(other)
+    with transaction.atomic():
+        _sql("DELETE FROM sessions_app_session WHERE id = %s", params=[session.pk])
+        _sql("DELETE FROM sessions_app_entry WHERE session_id = %s AND seq = 2", params=[session.pk])
+        refused(lambda: _sql("DELETE FROM sessions_app_entry WHERE session_id = %s", params=[other.pk]))
+        _sql("DELETE FROM sessions_app_entry WHERE session_id = %s", params=[session.pk])
+    assert not Entry.objects.filter(session_id=session.pk).exists()
+    assert snapshot(other) == bystander
+
+
+def test_the_guards_are_installed():
+    # A table rebuild on SQLite (some migrations do one) drops the triggers silently.
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'sessions_app_entry'")
+        else:
+            cursor.execute(
+                "SELECT tgname FROM pg_trigger WHERE tgrelid = 'sessions_app_entry'::regclass AND NOT tgisinternal"
+            )
+        names = {row[0] for row in cursor.fetchall()}
+    expected = {
+        "sqlite": {"sessions_app_entry_no_update", "sessions_app_entry_no_delete"},
+        "postgresql": {"sessions_app_entry_guard", "sessions_app_entry_no_truncate"},
+    }[connection.vendor]
+    assert expected <= names

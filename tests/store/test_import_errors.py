@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
+from sessions_app.core.intake import MAX_PROBLEMS
 from sessions_app.errors import ImportRejected, SessionsError
 from sessions_app.models import Session
 from sessions_app.store import selectors, services
@@ -26,13 +27,14 @@ def existing(alice):
     return pipeline.session_import(owner=alice, data=jsonl(header("already-here"), *chain(2))).session
 
 
-def rejected(owner: User, data: bytes, **kwargs: Any) -> list[tuple[int, str]]:
-    """Import must fail with ImportRejected and leave the database as it was."""
+def rejected(owner: User, data: bytes, status: int = 400, **kwargs: Any) -> list[tuple[int, str]]:
+    """Import must fail with ImportRejected (status: 413 for a part over a size limit) and leave
+    the database as it was."""
     before = counts()
     with pytest.raises(ImportRejected) as exc_info:
         pipeline.session_import(owner=owner, data=data, **kwargs)
     assert counts() == before
-    assert exc_info.value.status == 400
+    assert exc_info.value.status == status
     assert exc_info.value.message
     assert exc_info.value.as_dict()["extra"]["errors"] == exc_info.value.extra["errors"]
     return problems(exc_info)
@@ -130,7 +132,9 @@ def test_a_long_cycle_is_found_without_recursion(alice, existing):
     n = 5000
     lines = [entry(f"c{i}", f"c{(i + 1) % n}") for i in range(n)]
     found = rejected(alice, jsonl(header(), *lines))
-    assert [line for line, _ in found] == list(range(2, n + 2))
+    # The first intake.MAX_PROBLEMS problems are listed, the others counted.
+    assert [line for line, _ in found] == [*range(2, MAX_PROBLEMS + 2), 0]
+    assert found[-1][1] == f"and {n - MAX_PROBLEMS} more problem(s), not listed"
 
 
 def test_duplicate_ids(alice, existing):
@@ -211,19 +215,19 @@ def test_an_oversized_line(alice, existing, settings):
     settings.PIWEB_IMPORT_MAX_LINE_BYTES = 400
     big = entry("big", "e0000001", message=user("x" * 500)["message"])
     size = len(json.dumps(big, separators=(",", ":")))
-    only(rejected(alice, jsonl(header(), *chain(1), big)), 3, f"line is {size} bytes", "limit of 400")
+    only(rejected(alice, jsonl(header(), *chain(1), big), 413), 3, f"line is {size} bytes", "limit of 400")
 
 
 def test_an_oversized_header_line(alice, existing, settings):
     settings.PIWEB_IMPORT_MAX_LINE_BYTES = 100
-    only(rejected(alice, jsonl(header(cwd="/" + "d" * 200))), 1, "broken header", "limit of 100")
+    only(rejected(alice, jsonl(header(cwd="/" + "d" * 200)), 413), 1, "broken header", "limit of 100")
 
 
 def test_an_oversized_file(alice, existing, settings):
     data = jsonl(header(), *chain(10))
     settings.PIWEB_IMPORT_MAX_FILE_BYTES = len(data) - 1
-    only(rejected(alice, data), 0, f"file is {len(data)} bytes", f"limit of {len(data) - 1}")
-    only(rejected(alice, data, partial=True), 0, "over the limit")
+    only(rejected(alice, data, 413), 0, f"file is {len(data)} bytes", f"limit of {len(data) - 1}")
+    only(rejected(alice, data, 413, partial=True), 0, "over the limit")
     settings.PIWEB_IMPORT_MAX_FILE_BYTES = len(data)
     assert pipeline.session_import(owner=alice, data=data).added == 10
 
@@ -299,7 +303,7 @@ def test_every_problem_is_listed_in_line_order(alice, existing, settings):
             jsonl(entry("self", "self")),  # 13 cycle
         ]
     )
-    found = rejected(alice, data)
+    found = rejected(alice, data, 413)  # (line 10 is too long)
     assert [line for line, _ in found] == [4, 6, 7, 8, 9, 10, 11, 13]
     assert "ImportRejected" not in str(found)
 

@@ -21,6 +21,7 @@ import pytest
 from django.db import OperationalError, connection
 from django.forms.models import model_to_dict
 
+from sessions_app.core.filesource import Source
 from sessions_app.errors import ImportRejected
 from sessions_app.models import Entry, Session
 from sessions_app.store import rows, selectors, services
@@ -237,7 +238,7 @@ def entry_writes(on_write: Any) -> Iterator[None]:
 
 
 def test_a_child_that_dies_midway_leaves_the_file_to_this_process(alice, generated):
-    def serve_then_die(data: bytes, job: worker.Job, out: Any) -> None:
+    def serve_then_die(data: Source, job: worker.Job, out: Any) -> None:
         for message in worker.build(data, job):  # the first rows and some progress go out, then it dies
             pickle.dump(message, out)
             out.flush()
@@ -271,7 +272,7 @@ def test_a_child_that_cannot_start_leaves_the_file_to_this_process(alice, genera
 
 
 def test_a_child_stopped_early_is_killed_and_reaped(alice, generated):
-    def serve_then_hang(data: bytes, job: worker.Job, out: Any) -> None:
+    def serve_then_hang(data: Source, job: worker.Job, out: Any) -> None:
         first = next(worker.build(data, job))  # the first batch goes out whole...
         pickle.dump(first, out)
         out.flush()
@@ -294,7 +295,7 @@ def test_the_child_holds_none_of_the_parents_files(alice, generated):
     """A client's socket stays open while any process holds it: the child closes all but its pipe."""
     seen: list[list[str]] = []
 
-    def serve_and_report(data: bytes, job: worker.Job, out: Any) -> None:
+    def serve_and_report(data: Source, job: worker.Job, out: Any) -> None:
         pickle.dump(("fds", [path.name for path in Path("/proc/self/fd").iterdir()]), out)
         worker.serve(data, job, out)
 
@@ -329,4 +330,4 @@ def test_worker_rows_verify(alice, generated):
 
     result = pipeline.session_import(owner=alice, data=generated(1200, seed=17, branch_prob=0.1), builder="worker")
     assert result.built_by == "worker"
-    assert integrity.session_verify(session=result.session) is None
+    assert integrity.session_verify(session=result.session) == []

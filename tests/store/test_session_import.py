@@ -8,7 +8,6 @@ import pytest
 
 from sessions_app.core.context import build_session_context
 from sessions_app.core.tree import leaf_after_load
-from sessions_app.errors import SessionConflict
 from sessions_app.models import Entry, Session
 from sessions_app.store import selectors, services
 from sessions_app.store.importing import pipeline
@@ -192,12 +191,21 @@ def test_a_file_grown_after_piweb_appended_keeps_both(alice, branched):
     assert Session.objects.get(pk=session.pk).leaf_id == "x0000009"
 
 
-def test_another_users_session_id_is_a_conflict(alice, bob, branched):
-    pipeline.session_import(owner=alice, data=branched)
-    before = counts()
-    with pytest.raises(SessionConflict):
-        pipeline.session_import(owner=bob, data=branched)
-    assert counts() == before
+def test_another_users_session_id_gives_a_new_server_id(alice, bob, branched):
+    """pi's id held by alice: bob's import is his own session under a new id, pi's id its source id;
+    alice's session is untouched, and bob's re-import finds his by pi's id."""
+    alices = pipeline.session_import(owner=alice, data=branched).session
+    before = Entry.objects.filter(session=alices).count()
+    result = pipeline.session_import(owner=bob, data=branched)
+    bobs = result.session
+    assert result.created and result.added == before
+    assert bobs.pk != alices.pk and bobs.public_id != alices.public_id
+    assert (bobs.owner_id, bobs.source_id) == (bob.pk, alices.public_id)
+    assert "".join(selectors.export_lines(session=bobs)).encode() == branched
+    assert Entry.objects.filter(session=alices).count() == before
+    again = pipeline.session_import(owner=bob, data=branched)
+    assert (again.session.pk, again.created, again.added) == (bobs.pk, False, 0)
+    assert Session.objects.filter(source_id=alices.public_id).count() == 2
 
 
 def test_entries_of_a_file_never_leak_into_another_session(alice, branched):

@@ -26,7 +26,6 @@ from hypothesis.stateful import (
 from sessions_app.core import intake
 from sessions_app.core.context import build_session_context
 from sessions_app.core.tree import node_from_entry, session_name
-from sessions_app.errors import SessionConflict
 from sessions_app.models import Session
 from sessions_app.store import selectors, services
 from sessions_app.store.importing import pipeline
@@ -201,8 +200,12 @@ class SessionMachine(RuleBasedStateMachine):
     def round_trip(self, by_owner):
         exported = export_bytes(self.session)
         stranger = User.objects.create_user(f"stranger{next(USERS)}")
-        with pytest.raises(SessionConflict):  # session ids are unique across piweb
-            pipeline.session_import(owner=stranger, data=exported)
+        # Another account's import of the same file: their own session under a new server id, pi's
+        # id kept as its source id, the file exported byte for byte.
+        theirs = pipeline.session_import(owner=stranger, data=exported)
+        assert theirs.created and theirs.session.public_id != self.session.public_id
+        assert theirs.session.source_id == self.session.public_id
+        assert export_bytes(theirs.session) == exported
         header, _, body = exported.partition(b"\n")
         renamed = json.loads(header)
         renamed["id"] = str(uuid.uuid4())

@@ -7,6 +7,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from sessions_app.core.filesource import Source
 from sessions_app.errors import SessionsError
 from sessions_app.store.importing import pipeline
 
@@ -48,7 +49,7 @@ class Command(BaseCommand):
         failed = created = grown = unchanged = 0
         with tqdm(total=total, unit="B", unit_scale=True, disable=options["no_progress"] or None) as bar:
             for path in files:
-                data = path.read_bytes()
+                data = Source.open(path)  # read a block at a time, never whole
                 shown = 0
 
                 def advance(done: int) -> None:
@@ -79,6 +80,8 @@ class Command(BaseCommand):
                         unchanged += 1
                     for problem in result.skipped:
                         bar.write(f"  {path}:{problem.line}: skipped: {problem.message}")
+                finally:
+                    data.close()
                 bar.update(max(0, len(data) - shown))
         summary = f"{len(files)} files: {created} new, {grown} grown, {unchanged} unchanged, {failed} rejected"
         if failed:

@@ -1,25 +1,51 @@
 """Importing a pi session file: the one pipeline.
 
-1. read the header (piformat.read_header) and find the stored session with its id, if any;
-2. decide what to read: the whole file, or only the lines a file grew by since its last import;
-3. build the rows (worker.build: read and check each line, place each entry, make its row), in a
+1. read the header (piformat.read_header) and find the importer's stored session for its id, if
+   any (identity.stored_copy: pi's id, kept as the source id when the server id differs);
+2. open a stage (one short transaction): a new session is created as a staging session
+   (Session.staging), which no reader or other writer sees (models.VISIBLE); a session already
+   stored gets a staging sibling for its new rows, made when the first batch is written;
+3. decide what to read: the whole file, or only the lines a file grew by since its last import;
+4. build the rows (worker.build: read and check each line, place each entry, make its row), in a
    forked child for a large new file (worker_client), in this process otherwise;
-4. write them as they come: each row's chain hash and the session's running digest
-   (rows.hash_rows), then multi-row INSERTs (rows.insert_rows), the garbage collector held off;
-5. finish: a file with problems is refused whole (the transaction rolls back), unless partial;
-   otherwise the session row, the extra lines, the leaf, the audit record and the events.
+5. write them as they come, a batch at a time, each batch in a short transaction of its own:
+   each row's chain hash and the session's running digest (rows.hash_rows), then multi-row
+   INSERTs (rows.insert_rows) into the staging session, the garbage collector held off;
+6. publish (one short transaction), or discard: a file with problems is refused whole, unless
+   partial; the staging session is then deleted whole (services.staging_discard, the one delete
+   path; never its rows one by one). Otherwise a new session's row gets its fields and stops being
+   staging; a stored session gets the staged rows copied in (one INSERT ... SELECT) and its
+   fields, and the sibling is deleted whole. Then the audit record and the events.
 
-Where step 3 runs is the only difference between a small and a large import: both run the same
-code, and a child that fails hands the file back to this process (what it wrote is rolled back).
+Other writers never wait behind an import: it holds the database's write lock (SQLite) or the
+session's row lock (PostgreSQL) one batch at a time, never for the whole file. Readers see an
+import all or nothing: a new session appears when it is published; a re-import's rows are not
+the stored session's until the copy commits. (Not a watermark on the stored session, with rows
+above it hidden: a failed import would leave those rows in a session that lives on, where they
+could go only one by one, which the append-only guard forbids.) If the stored session changed
+while the file was imported (an append), the import starts again, once. An import that stopped
+(a crash, a kill) leaves only a staging session, which the janitor deletes whole once it has been
+untouched for PIWEB_IMPORT_STALE_SECONDS (services.staging_discard_stale); so does the next import
+of the same file.
+
+Memory is bounded: the file is read a block at a time (core/filesource.py: a mapping of the
+uploaded or named file, its pages let go of as the import moves on), rows travel in batches, and
+what is kept per entry is its id, place and chain hash. Problems are capped (intake.MAX_PROBLEMS:
+"and N more"), and so is what a file stores outside its entries (PIWEB_IMPORT_MAX_EXTRA_BYTES).
+
+Where step 4 runs is the only difference between a small and a large import: both run the same
+code, and a child that fails hands the file back to this process (its stage is discarded first).
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
+import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any, Literal
 
 from django.conf import settings
@@ -30,11 +56,12 @@ from django.utils import timezone
 from sessions_app import events
 from sessions_app.access import audit, permissions
 from sessions_app.core import jsjson, piformat
+from sessions_app.core.filesource import Source, as_source
 from sessions_app.core.piformat import Header, Problem
-from sessions_app.errors import ImportRejected, SessionConflict, SessionForbidden
-from sessions_app.models import Session
-from sessions_app.store import checkpoint, rows
-from sessions_app.store.importing import gcpause, worker, worker_client
+from sessions_app.errors import ImportRejected, ImportTooLarge, SessionConflict, SessionForbidden
+from sessions_app.models import VISIBLE, Session
+from sessions_app.store import checkpoint, rows, services, writelock
+from sessions_app.store.importing import gcpause, identity, worker, worker_client
 from sessions_app.store.services import chain_key
 from sessions_app.store.stored_tree import DbTree
 
@@ -59,6 +86,9 @@ def import_limits() -> piformat.Limits:
         max_line_bytes=settings.PIWEB_IMPORT_MAX_LINE_BYTES,
         max_file_bytes=settings.PIWEB_IMPORT_MAX_FILE_BYTES,
         max_depth=settings.PIWEB_IMPORT_MAX_DEPTH,
+        max_extra_bytes=settings.PIWEB_IMPORT_MAX_EXTRA_BYTES,
+        max_legacy_bytes=settings.PIWEB_IMPORT_MAX_LEGACY_BYTES,
+        max_entries=settings.PIWEB_IMPORT_MAX_ENTRIES,
     )
 
 
@@ -68,69 +98,127 @@ Builder = Literal["auto", "worker", "process"]
 def session_import(
     *,
     owner: User,
-    data: bytes,
+    data: bytes | Source,
     source_path: str = "",
     partial: bool = False,
     progress: Callable[[int], None] | None = None,
     builder: Builder = "auto",
     run: Callable[..., worker_client.WorkerRun] = worker_client.WorkerRun,
+    in_place: bool = False,
 ) -> ImportResult:
-    """Import a pi session file; importing it again adds only the lines not stored yet.
+    """Import a pi session file (its bytes, or a filesource.Source of the file); importing it
+    again adds only the lines not stored yet.
 
     By default any problem refuses the whole file (ImportRejected lists them all, with their line
     numbers, and nothing is stored). With partial=True the sound part is imported and the skipped
     lines are reported. builder: where rows are built ("auto": a forked child for a new file of
-    at least PIWEB_IMPORT_WORKER_MIN_BYTES, where fork is available); run starts that child."""
+    at least PIWEB_IMPORT_WORKER_MIN_BYTES, where fork is available); run starts that child.
+    in_place: one transaction, the stored session locked throughout (what a re-import falls back
+    to when the session changed while it was staged: writers of that session then wait for it)."""
+    source = as_source(data)
     limits = import_limits()
-    if len(data) > limits.max_file_bytes:
-        _reject([Problem(0, f"file is {len(data)} bytes, over the limit of {limits.max_file_bytes}")])
-    header, problem = piformat.read_header(data, limits)
+    if source.size > limits.max_file_bytes:
+        _reject([Problem(0, f"file is {source.size} bytes, over the limit of {limits.max_file_bytes}", True)])
+    header, problem = piformat.read_header(source, limits)
     if problem is not None:
         _reject([problem])
     assert header is not None
-    with checkpoint.deferred(len(data)), transaction.atomic():
-        existing = Session.objects.select_for_update(no_key=True).filter(public_id=header.obj["id"]).first()
-        if existing is not None:
-            _require_reimport(owner, existing)
-            session, created = existing, False
-        else:
-            session, created = _new_session(owner, header), True
-            if not _row_reserved(session):
-                # Another import of the same file committed it first (PostgreSQL): import into it.
-                return session_import(
-                    owner=owner, data=data, source_path=source_path, partial=partial, progress=progress
-                )
-        start, grown = _where_to_read(existing, data, header)
-        use_worker = builder == "worker" or (builder == "auto" and created and _worker_worthwhile(data))
-        outcome = _build_and_write(
-            session, data, start, owner=owner, use_worker=use_worker, run=run, all_lines=not created and not grown,
-            progress=progress,
+    again: dict[str, Any] = {
+        "owner": owner, "data": source, "source_path": source_path, "partial": partial, "progress": progress,
+        "run": run,
+    }  # fmt: skip
+    if in_place:
+        try:
+            with transaction.atomic():
+                stage = _open_stage(owner, header, in_place=True)
+                return _import(stage, source, header, owner=owner, source_path=source_path, partial=partial,
+                               progress=progress, builder=builder, run=run)  # fmt: skip
+        except _Raced:
+            return session_import(**again, builder=builder)
+        except _WorkerFailed:
+            return session_import(**again, builder="process", in_place=True)
+    try:
+        stage = _open_stage(owner, header)
+    except _Raced:
+        return session_import(**again, builder=builder)
+    try:
+        return _import(stage, source, header, owner=owner, source_path=source_path, partial=partial,
+                       progress=progress, builder=builder, run=run)  # fmt: skip
+    except _WorkerFailed as failed:
+        _discard(stage)
+        log.info("import of %s: rows built in process instead (%s)", header.obj["id"], failed.reason)
+        if progress is not None and failed.reported:
+            progress(-failed.reported)  # the bytes are read and reported again
+        return session_import(**again, builder="process")
+    except _Changed:
+        _discard(stage)
+        return session_import(**again, builder=builder, in_place=True)
+    except BaseException:
+        _discard(stage)
+        raise
+
+
+def _import(
+    stage: _Stage,
+    source: Source,
+    header: Header,
+    *,
+    owner: User,
+    source_path: str,
+    partial: bool,
+    progress: Callable[[int], None] | None,
+    builder: Builder,
+    run: Callable[..., worker_client.WorkerRun],
+) -> ImportResult:
+    """Steps 3-6 for an open stage."""
+    start, grown = _where_to_read(None if stage.created else stage.session, source, header)
+    use_worker = builder == "worker" or (builder == "auto" and stage.created and _worker_worthwhile(source))
+    with checkpoint.deferred(source.size):
+        summary, digest, built_by, file_hash = _build_and_write(
+            stage, source, start, owner=owner, use_worker=use_worker, run=run,
+            all_lines=not stage.created and not grown, progress=progress,
         )  # fmt: skip
-        summary, digest, built_by, file_hash = outcome
-        if summary.problems and not partial:
-            _reject(summary.problems)
+        if summary.refused or (summary.problems and not partial):
+            _reject(summary.problems, summary.more_problems)
+        session = stage.session
         session.last_seq += summary.placed
         session.entries_digest = digest or None
-        if created or grown:
+        if stage.created or grown:
             # A changed file read whole again keeps the extra lines recorded the first time.
-            session.extra_headers += [[at, raw] for at, raw in summary.extra_lines]
-        if summary.placed or created:
+            session.extra_headers = session.extra_headers + [[at, raw] for at, raw in summary.extra_lines]
+            _require_extra_bytes(session.extra_headers)
+        if summary.placed or stage.created:
             session.leaf_id = summary.leaf_id if summary.leaf_id is not None else session.leaf_id
         if summary.problems:
-            session.import_report = session.import_report + [p.as_dict() for p in summary.problems]
+            report = [p.as_dict() for p in summary.problems] + _more(summary.more_problems)
+            session.import_report = session.import_report + report
         if summary.listing is not session:
             for name in ("name", "message_count", "first_message", "modified_ms"):
                 setattr(session, name, getattr(summary.listing, name))
-        _finish(session, owner=owner, data=data, source_path=source_path, created=created, added=summary.placed,
-                sha256=file_hash)  # fmt: skip
+        _publish(stage, owner=owner, source=source, source_path=source_path, added=summary.placed, sha256=file_hash)
+    _discard(stage, published=True)
     return ImportResult(
-        session, created, summary.placed, summary.problems, header.version, built_by, summary.private_mb
+        stage.session, stage.created, summary.placed, summary.problems, header.version, built_by, summary.private_mb
     )
 
 
-def _reject(problems: list[Problem]) -> None:
-    raise ImportRejected(
-        f"{len(problems)} problem(s) in the file; nothing was imported", errors=[p.as_dict() for p in problems]
+def _require_extra_bytes(extra: list[list[Any]]) -> None:
+    """The bound on lines kept outside entries holds for the session's, whatever the imports."""
+    limit = settings.PIWEB_IMPORT_MAX_EXTRA_BYTES
+    if sum(len(raw.encode()) + 1 for _, raw in extra) > limit:
+        message = f"the lines stored outside entries (repeated header or entry lines) take more than {limit} bytes"
+        _reject([Problem(0, message + ", the limit, with those of the file's earlier imports", True)])
+
+
+def _more(count: int) -> list[dict[str, Any]]:
+    return [{"line": 0, "message": f"and {count} more problem(s), not listed"}] if count else []
+
+
+def _reject(problems: list[Problem], more: int = 0) -> None:
+    error = ImportTooLarge if any(p.too_large for p in problems) else ImportRejected
+    raise error(
+        f"{len(problems) + more} problem(s) in the file; nothing was imported",
+        errors=[p.as_dict() for p in problems] + _more(more),
     )
 
 
@@ -140,11 +228,6 @@ def _require_reimport(user: User, session: Session) -> None:
     if session.deleting:
         raise SessionConflict(f"session {session.public_id} is being deleted; import it again once it is gone")
     role = permissions.session_access(user, session)
-    if role is None:
-        raise SessionConflict(
-            f"session {session.public_id} already exists in piweb under another account;"
-            " its owner can move it to a team you are in"
-        )
     if not permissions.can(role, "import"):
         raise SessionForbidden(
             f"session {session.public_id} is already in piweb, in a team where your role ({role}) may not import",
@@ -153,71 +236,184 @@ def _require_reimport(user: User, session: Session) -> None:
 
 
 def _new_session(owner: User, header: Header) -> Session:
+    public_id = identity.server_id(owner=owner, source_id=header.obj["id"])
+    if public_id is None:
+        raise _Raced()  # another import of the file, by this importer, stored its session meanwhile
     cwd = header.obj.get("cwd")
     return Session(
-        public_id=header.obj["id"],
+        public_id=public_id,
+        source_id=header.obj["id"],
         owner=owner,
         header_raw=header.raw
         if header.version == piformat.CURRENT_VERSION
         else jsjson.dumps(piformat.migrated_header(header)),
         cwd=cwd if isinstance(cwd, str) else "",
         created=str(header.obj.get("timestamp", "")),
+        staging=True,
     )
 
 
-def _row_reserved(session: Session) -> bool:
-    """Give a new session its id. On SQLite: the id AUTOINCREMENT would give, its row written once
-    its entries are (in _finish); the import's transaction is IMMEDIATE (settings), so no other
-    writer can take the id meanwhile. Why: a page written at the start of a big transaction,
-    pushed out to the WAL once the page cache fills and written again at its end (the session's
-    row and its indexes) is overwritten in place, and at COMMIT SQLite re-reads and re-checksums
-    every WAL frame after it (~100 ms of a 100k import). On PostgreSQL the row is saved now:
-    False if another import of the same file committed it first."""
-    if connection.vendor == "sqlite":
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'sessions_app_session'), 0),"
-                " coalesce((SELECT max(id) FROM sessions_app_session), 0)) + 1"
-            )
-            session.pk = int(cursor.fetchone()[0])
-        return True
+# --- the stage: where the rows go until they are published -----------------------------------
+
+
+@dataclass(slots=True)
+class _Stage:
+    session: Session  # what readers will see: the new session (staging until published), or the stored one
+    created: bool
+    rows_pk: int | None  # the staging session the rows are written to (a re-import's: made at its first batch)
+    expected: tuple[int, str | None]  # the stored session's (last_seq, entries_digest) when the import began
+    in_place: bool = False  # rows go straight into the stored session, locked, in one transaction
+
+
+class _Changed(Exception):
+    """The stored session changed while its file was imported."""
+
+
+class _Raced(Exception):
+    """Another import of the same new file began at the same moment (or, in place, is staging)."""
+
+
+class _WorkerFailed(Exception):
+    def __init__(self, reason: str, reported: int) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.reported = reported  # progress already reported
+
+
+def _being_imported(public_id: str) -> SessionConflict:
+    return SessionConflict(f"session {public_id} is being imported; import it again once that import is done")
+
+
+def _open_stage(owner: User, header: Header, *, in_place: bool = False) -> _Stage:
+    """Step 2, in one short transaction (in_place: in the caller's). Another import of the same
+    file staging it meanwhile is waited for, then imported into; one that stopped is discarded."""
+    public_id = header.obj["id"]
+    while True:
+        with transaction.atomic():
+            existing = identity.stored_copy(owner=owner, source_id=public_id)
+            if existing is not None and existing.staging:
+                stale = timezone.now() - timedelta(seconds=settings.PIWEB_IMPORT_STALE_SECONDS)
+                if existing.updated_at < stale:
+                    services.staging_discard(session_pk=existing.pk)  # an import that stopped
+                    existing = None
+            if existing is None or not existing.staging:
+                return _stage_in(owner, header, existing, in_place=in_place)
+            if in_place:
+                raise _Raced()  # waited for outside the caller's transaction
+        time.sleep(WAIT_S)  # (outside the transaction: the other import writes meanwhile)
+
+
+WAIT_S = 0.05  # between two looks at another import of the same file
+
+
+def _stage_in(owner: User, header: Header, existing: Session | None, *, in_place: bool) -> _Stage:
+    if existing is not None:
+        _require_reimport(owner, existing)
+        expected = (existing.last_seq, existing.entries_digest)
+        return _Stage(existing, False, existing.pk if in_place else None, expected, in_place)
+    session = _new_session(owner, header)
     try:
         with transaction.atomic():
-            session.save()
+            session.save(force_insert=True)
     except IntegrityError:
         if not Session.objects.filter(public_id=session.public_id).exists():
             raise
-        return False
-    return True
+        raise _Raced() from None  # another import of the file began meanwhile: wait for it
+    return _Stage(session, True, session.pk, (0, None), in_place)
 
 
-def _where_to_read(existing: Session | None, data: bytes, header: Header) -> tuple[Header, bool]:
+def _sibling(stage: _Stage) -> int:
+    """The staging session a re-import's rows go to, made on its first batch."""
+    if stage.rows_pk is None:
+        target = stage.session
+        sibling = Session.objects.create(
+            public_id=f"staging:{target.pk}:{uuid.uuid4()}",
+            owner_id=target.owner_id, header_raw="", created="", staging=True,
+        )  # fmt: skip
+        stage.rows_pk = sibling.pk
+    return stage.rows_pk
+
+
+def _discard(stage: _Stage, *, published: bool = False) -> None:
+    """The staging session goes, whole: after a failure, or a re-import's sibling once its rows
+    are copied. (A new session's, once published, is the session itself.)"""
+    if stage.rows_pk is None or stage.in_place or (published and stage.created):
+        return
+    try:
+        services.staging_discard(session_pk=stage.rows_pk)
+    except Exception:  # the janitor deletes it later (staging_discard_stale)
+        log.exception("could not delete the staging session %s now", stage.rows_pk)
+    stage.rows_pk = None
+
+
+_IMPORT_FIELDS = [
+    "last_seq", "entries_digest", "extra_headers", "leaf_id", "import_report", "name", "message_count",
+    "first_message", "modified_ms", "source_path", "source_bytes", "source_sha256", "updated_at",
+]  # fmt: skip
+_COPY = (
+    "INSERT INTO sessions_app_entry (session_id, {columns}) SELECT %s, {columns} FROM sessions_app_entry"
+    " WHERE session_id = %s ORDER BY seq"
+).format(columns=", ".join(rows.COLUMNS[1:]))
+
+
+def _publish(stage: _Stage, *, owner: User, source: Source, source_path: str, added: int, sha256: str) -> None:
+    """Step 6, in one short transaction: the session as readers will see it."""
+    session = stage.session
+    session.source_path = source_path or session.source_path
+    session.source_bytes = source.size
+    session.source_sha256 = sha256
+    with transaction.atomic():
+        if stage.created:
+            if not Session.objects.select_for_update().filter(pk=session.pk, staging=True).exists():
+                raise _being_imported(session.public_id)  # discarded as stale meanwhile
+            session.staging = None
+            session.save()
+        else:
+            found = (
+                Session.objects.select_for_update(no_key=True)
+                .filter(VISIBLE, pk=session.pk)
+                .values_list("last_seq", "entries_digest")
+                .first()
+            )
+            if found is None:
+                raise SessionConflict(f"session {session.public_id} was deleted while the file was imported")
+            if tuple(found) != stage.expected:
+                raise _Changed()
+            if stage.rows_pk is not None and not stage.in_place:
+                with connection.cursor() as cursor:
+                    cursor.execute(_COPY, [session.pk, stage.rows_pk])
+            session.save(update_fields=_IMPORT_FIELDS)
+        _finish(session, owner=owner, size=source.size, source_path=source_path, created=stage.created, added=added)
+
+
+def _where_to_read(existing: Session | None, source: Source, header: Header) -> tuple[Header, bool]:
     """Where the lines to read start: after the header, or, for a v3 file that only grew since it
     was imported (its stored prefix unchanged), where it grew (its line numbers go on from there)."""
-    if existing is None or not existing.source_bytes or len(data) < existing.source_bytes:
+    if existing is None or not existing.source_bytes or source.size < existing.source_bytes:
         return header, False
     if header.version != piformat.CURRENT_VERSION or header.end > existing.source_bytes:
         return header, False  # v1/v2 ids come from a migration over the whole file
-    prefix = memoryview(data)[: existing.source_bytes]
-    if data[existing.source_bytes - 1] != ord("\n") or hashlib.sha256(prefix).hexdigest() != existing.source_sha256:
+    if source.buffer[existing.source_bytes - 1] != ord("\n"):
         return header, False
-    lines_before = data.count(b"\n", 0, existing.source_bytes)
+    if source.sha256(0, existing.source_bytes).hexdigest() != existing.source_sha256:
+        return header, False
+    lines_before = source.count(b"\n", 0, existing.source_bytes)
     return Header(header.obj, header.raw, lines_before, existing.source_bytes, header.version), True
 
 
-def _worker_worthwhile(data: bytes) -> bool:
+def _worker_worthwhile(source: Source) -> bool:
     """Below PIWEB_IMPORT_WORKER_MIN_BYTES (negative: never) rows are built in this process: two
     processes pay off only once the rows take longer to build than a fork takes."""
     threshold = settings.PIWEB_IMPORT_WORKER_MIN_BYTES
-    return worker_client.AVAILABLE and threshold >= 0 and len(data) >= threshold
+    return worker_client.AVAILABLE and threshold >= 0 and source.size >= threshold
 
 
 Outcome = tuple[worker.Summary, str, Literal["worker", "process"], str]
 
 
 def _build_and_write(
-    session: Session,
-    data: bytes,
+    stage: _Stage,
+    source: Source,
     start: Header,
     *,
     owner: User,
@@ -226,74 +422,79 @@ def _build_and_write(
     all_lines: bool,
     progress: Callable[[int], None] | None,
 ) -> Outcome:
-    """Steps 3 and 4: (the summary, the session's digest after the new rows, who built them, the
+    """Steps 4 and 5: (the summary, the session's digest after the new rows, who built them, the
     file's SHA-256)."""
+    session = stage.session
     job = worker.Job(
-        session_pk=session.pk, author_id=owner.pk, created_at=connection.ops.adapt_datetimefield_value(timezone.now()),
-        limits=import_limits(), header=start, first_seq=session.last_seq + 1,
+        session_pk=stage.rows_pk or 0, author_id=owner.pk,
+        created_at=connection.ops.adapt_datetimefield_value(timezone.now()), limits=import_limits(), header=start,
+        first_seq=session.last_seq + 1,
     )  # fmt: skip
     # The file's hash in a thread: hashlib lets go of the GIL, and it overlaps the rows' building.
-    file_hash = hashlib.sha256()
-    hasher = threading.Thread(target=file_hash.update, args=(data,), name="piweb-import-sha256")
+    hashed: list[Any] = []
+    hasher = threading.Thread(target=lambda: hashed.append(source.sha256()), name="piweb-import-sha256")
     hasher.start()
     try:
         if use_worker:
-            savepoint = transaction.savepoint()
-            child = run(job, data)
+            child = run(job, source)
             try:
-                written = _write(session, data, child.messages(), DbTree(session), progress)
+                written = _write(stage, source, child.messages(), DbTree(session, empty=True), progress)
             finally:
                 child.close()
-            if isinstance(written, tuple):
-                transaction.savepoint_commit(savepoint)
-                return (*written, "worker", _hexdigest(hasher, file_hash))
-            transaction.savepoint_rollback(savepoint)  # the child failed: what it built goes
-            log.info("import of %s: rows built in process instead (%s)", session.public_id, written.reason)
-            if progress is not None and written.reported:
-                progress(-written.reported)  # the bytes are read and reported again
-        tree = DbTree(session, all_lines=all_lines, all_ids=not all_lines)
-        messages = worker.build(data, job, stored=tree, listing=session)
-        built = _write(session, data, messages, tree, progress)
+            if isinstance(written, _WorkerFailed):
+                raise written
+            return (*written, "worker", _hexdigest(hasher, hashed))
+        tree = DbTree(session, all_lines=all_lines, all_ids=not all_lines, empty=stage.created)
+        messages = worker.build(source, job, stored=tree, listing=session)
+        built = _write(stage, source, messages, tree, progress)
         assert isinstance(built, tuple)  # (this process's build raises rather than fail)
-        return (*built, "process", _hexdigest(hasher, file_hash))
+        return (*built, "process", _hexdigest(hasher, hashed))
     finally:
         if hasher.is_alive():
             hasher.join()
 
 
-def _hexdigest(hasher: threading.Thread, file_hash: Any) -> str:
+def _hexdigest(hasher: threading.Thread, hashed: list[Any]) -> str:
     hasher.join()
-    return str(file_hash.hexdigest())
-
-
-@dataclass(frozen=True, slots=True)
-class _Failed:
-    reason: str
-    reported: int  # progress already reported
+    return str(hashed[0].hexdigest())
 
 
 def _write(
-    session: Session,
-    data: bytes,
+    stage: _Stage,
+    source: Source,
     messages: Iterator[tuple[str, Any]],
     tree: DbTree,
     progress: Callable[[int], None] | None,
-) -> tuple[worker.Summary, str] | _Failed:
-    """Step 4: write the rows as they come; the summary and the digest after them."""
+) -> tuple[worker.Summary, str] | _WorkerFailed:
+    """Step 5: write the rows as they come, each batch in a transaction of its own (which also
+    touches the staging session: it is alive); the summary and the digest after them."""
     key = chain_key()
-    digest = session.entries_digest or ""
-    lines = memoryview(data)
+    digest = stage.session.entries_digest or ""
+    lines = source.view()
     reported = 0
     raw_at = rows.COLUMNS.index("raw")
-    with gcpause.paused(), connection.cursor() as cursor:
+    vendor = connection.vendor
+    with gcpause.paused():
         for kind, payload in messages:
             if kind == "rows":
+                pk = stage.rows_pk if stage.rows_pk is not None else _sibling(stage)
+                size = 0
                 for row in payload:
+                    row[0] = pk
                     raw = row[raw_at]
                     if type(raw) is tuple:
                         row[raw_at] = lines[raw[0] : raw[1]]
+                        size += raw[1] - raw[0]
                 digest = rows.hash_rows(key, payload, tree.chains, digest)
-                rows.insert_rows(cursor, payload, vendor=connection.vendor, raw_bytes=True)
+                for at in range(0, len(payload), WRITE_ROWS):
+                    with transaction.atomic(), connection.cursor() as cursor:
+                        rows.insert_rows(cursor, payload[at : at + WRITE_ROWS], vendor=vendor, raw_bytes=True)
+                        cursor.execute(
+                            "UPDATE sessions_app_session SET updated_at = %s WHERE id = %s",
+                            [connection.ops.adapt_datetimefield_value(timezone.now()), pk],
+                        )
+                    _make_way()
+                source.read(size)
             elif kind == "progress":
                 reported += payload
                 if progress is not None:
@@ -301,18 +502,28 @@ def _write(
             elif kind == "done":
                 return payload, digest
             else:
-                return _Failed(str(payload), reported)
-    return _Failed("the rows ended without a summary", reported)
+                return _WorkerFailed(str(payload), reported)
+    return _WorkerFailed("the rows ended without a summary", reported)
 
 
-def _finish(
-    session: Session, *, owner: User, data: bytes, source_path: str, created: bool, added: int, sha256: str
-) -> None:
-    """Step 5: the source recorded, the session saved, audit and events."""
-    session.source_path = source_path or session.source_path
-    session.source_bytes = len(data)
-    session.source_sha256 = sha256
-    session.save(force_insert=session._state.adding)  # (new on SQLite: written after its entries)
+WRITE_ROWS = 1000  # rows per transaction
+# SQLite has one write lock, and a writer that finds it taken polls for it (its busy handler),
+# after its first ~0.3 s every 100 ms. Between two transactions the import lets the lock go while
+# another writer, of any process, waits for it (store/writelock.py), up to YIELD_S.
+YIELD_S = 0.25
+
+
+def _make_way() -> None:
+    """Lets another writer have SQLite's write lock between two batches, if one waits for it."""
+    if connection.vendor != "sqlite" or connection.in_atomic_block:
+        return
+    deadline = time.monotonic() + YIELD_S
+    while writelock.waiting(connection) and time.monotonic() < deadline:
+        time.sleep(0.002)
+
+
+def _finish(session: Session, *, owner: User, size: int, source_path: str, created: bool, added: int) -> None:
+    """Audit and events, in the publishing transaction."""
     if added >= ANALYZE_AFTER and connection.vendor == "postgresql":
         # Fresh statistics, or PostgreSQL plans the path walks for an empty table.
         transaction.on_commit(_analyze_entries)
@@ -320,7 +531,8 @@ def _finish(
         events.publish_on_commit(session, events.changed_event(session, "import"))
     audit.audit_record(
         actor=owner, action="session.import", obj_type="session", obj_id=session.public_id,
-        extra={"created": created, "bytes": len(data), "source": source_path},
+        after={"owner": owner.pk} if created else None,  # the evidence of ownership (store/accounting.py)
+        extra={"created": created, "bytes": size, "source": source_path},
     )  # fmt: skip
 
 

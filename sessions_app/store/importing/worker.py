@@ -8,8 +8,9 @@ Why a child process: reading, checking and placing 100k entries is CPU-bound Pyt
 writing them; in one process they share the GIL. Here a forked child builds rows while the
 importing process completes their chain hashes and writes them, one core each.
 
-Why fork: the child starts at once with the file's bytes already in memory (shared copy-on-write;
-a 100 MB file is neither copied nor read again) and every module already imported.
+Why fork: the child starts at once with the file's mapping (filesource.Source: shared, a 100 MB
+file is neither copied nor opened again) and every module already imported. Each process reads
+the file a block at a time and lets go of the pages it read (bounded memory, both sides).
 
 Protocol (a pipe of pickled messages): ("rows", [row, ...]), ("progress", bytes_read), then
 ("done", Summary), or ("failed", reason) if the child could not finish (the importing process then
@@ -31,9 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
+from sessions_app.core.filesource import Source, as_source
 from sessions_app.core.intake import Intake, Placed, StoredTree
 from sessions_app.core.listing import Listed, Listing
-from sessions_app.core.piformat import Header, Limits, Problem, read_entries
+from sessions_app.core.piformat import FileRefused, Header, Limits, Problem, read_entries
 from sessions_app.store.rows import entry_row
 
 BATCH = 2000  # rows per message
@@ -58,15 +60,21 @@ class Summary:
     listing: Listed = field(default_factory=Listing)
     extra_lines: list[tuple[int, str]] = field(default_factory=list)  # (seq of the entry before, line)
     problems: list[Problem] = field(default_factory=list)
+    more_problems: int = 0  # past the problems listed
+    refused: bool = False  # a problem that refuses the file whole was found: reading stopped there
     private_mb: float = 0.0  # the child's memory of its own at the end (not shared with its parent)
 
 
 def build(
-    data: bytes, job: Job, *, stored: StoredTree | None = None, listing: Listed | None = None
+    file: bytes | Source, job: Job, *, stored: StoredTree | None = None, listing: Listed | None = None
 ) -> Iterator[tuple[str, Any]]:
     """The messages for this file (see the module docstring). stored and listing: the session's
     stored entries and listing fields, for a file imported again (in the importing process)."""
-    intake = Intake(first_seq=job.first_seq, stored=stored, listing=listing if listing is not None else Listing())
+    data = as_source(file)
+    intake = Intake(
+        first_seq=job.first_seq, stored=stored, listing=listing if listing is not None else Listing(),
+        max_extra_bytes=job.limits.max_extra_bytes, max_entries=job.limits.max_entries, reread=data.block,
+    )  # fmt: skip
     states: dict[int, Any] = {}
     rows: list[list[Any]] = []
     read: list[int] = []
@@ -75,30 +83,48 @@ def build(
 
     def row(placed: Placed) -> list[Any]:
         line = placed.line
-        raw = (line.start, line.end) if line.source is data else bytes(line.source[line.start : line.end])
+        offset = line.offset
+        raw = (offset, offset + line.end - line.start) if offset >= 0 else bytes(line.source[line.start : line.end])
         return entry_row(placed, raw, session_pk, author_id, created_at, states)
 
     add, batch = intake.add, FIRST_BATCH
-    for item in read_entries(data, job.header, job.limits, progress=read.append):
-        placed = add(item)
-        if placed is not None:
-            line = placed.line
-            raw = (line.start, line.end) if line.source is data else bytes(line.source[line.start : line.end])
-            rows.append(entry_row(placed, raw, session_pk, author_id, created_at, states))
-            if len(rows) >= batch:
-                yield "rows", rows
-                rows, batch = [], BATCH
-        if read:
-            yield "progress", sum(read)
-            read.clear()
-    rows.extend(row(placed) for placed in intake.finish())
+    try:
+        for item in read_entries(data, job.header, job.limits, progress=read.append):
+            placed = add(item)
+            if placed is not None:
+                line = placed.line
+                offset = line.offset
+                raw = (
+                    (offset, offset + line.end - line.start)
+                    if offset >= 0
+                    else bytes(line.source[line.start : line.end])
+                )
+                rows.append(entry_row(placed, raw, session_pk, author_id, created_at, states))
+                if len(rows) >= batch:
+                    yield "rows", rows
+                    rows, batch = [], BATCH
+            if read:
+                yield "progress", sum(read)
+                read.clear()
+    except FileRefused as refused:
+        yield "done", Summary(problems=[refused.problem], refused=True)
+        return
+    rows.extend(row(placed) for placed in intake.finish())  # (held lines: read again by their offsets)
     if rows:
         yield "rows", rows
     if read:
         yield "progress", sum(read)
     yield (
         "done",
-        Summary(intake.placed, intake.known, intake.leaf_id, intake.listing, intake.extra_lines, intake.problems),
+        Summary(
+            intake.placed,
+            intake.known,
+            intake.leaf_id,
+            intake.listing,
+            intake.extra_lines,
+            intake.problems,
+            intake.more_problems,
+        ),
     )
 
 
@@ -114,10 +140,10 @@ def private_mb() -> float:
     return total / 1024
 
 
-Serve = Callable[[bytes, Job, IO[bytes]], None]
+Serve = Callable[[Source, Job, IO[bytes]], None]
 
 
-def serve(data: bytes, job: Job, out: IO[bytes]) -> None:
+def serve(data: Source, job: Job, out: IO[bytes]) -> None:
     """Write build()'s messages to out, or ("failed", reason)."""
     try:
         for message in build(data, job):
@@ -133,7 +159,7 @@ STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 
 
 def forked_child(
-    fd: int, job: Job, data: bytes, signal_mask: set[int | signal.Signals], serve: Serve = serve
+    fd: int, job: Job, data: Source, signal_mask: set[int | signal.Signals], serve: Serve = serve
 ) -> NoReturn:
     """The child's whole life after os.fork(): serve on fd, then leave without running any of the
     parent's cleanup (atexit, finalizers, its database connections).

@@ -21,6 +21,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
+from sessions_app.core.filesource import Source
 from sessions_app.store.importing import worker
 from sessions_app.store.importing.worker import Job
 
@@ -50,7 +51,7 @@ class WorkerRun:
     child runs (tests pass others: a fork that fails, a child that dies midway)."""
 
     def __init__(
-        self, job: Job, data: bytes, *, fork: Callable[[], int] = os.fork, serve: worker.Serve = worker.serve
+        self, job: Job, data: Source, *, fork: Callable[[], int] = os.fork, serve: worker.Serve = worker.serve
     ) -> None:
         self.queue: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=4)
         self.reader: threading.Thread | None = None

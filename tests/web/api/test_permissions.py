@@ -60,7 +60,7 @@ def test_anonymous_gets_401(client, alice_session, method, suffix, body):
     before = snapshot(alice_session)
     response = call(client, method, alice_session, suffix, body)
     assert response.status_code == 401
-    assert response.json() == {"detail": "Unauthorized"}
+    assert response.json() == {"message": "Authentication required", "extra": {}}
     assert snapshot(alice_session) == before
 
 
@@ -89,8 +89,10 @@ def test_bob_cannot_import_into_alices_session(bob_client, alice_client, alice_s
         + b'{"type":"custom","customType":"x","id":"bob00001","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z"}\n'
     )
     response = bob_client.post(url(suffix="/import"), {"file": SimpleUploadedFile("s.jsonl", grown)})
-    assert response.status_code == 409
-    assert not Entry.objects.filter(entry_id="bob00001").exists()
+    assert response.status_code == 201  # a session of bob's own, under a new server id
+    assert response.json()["id"] != alice_session.public_id
+    assert not Entry.objects.filter(session=alice_session, entry_id="bob00001").exists()
+    assert Entry.objects.get(entry_id="bob00001").session.owner.username == "bob"
 
 
 def test_inactive_user_is_refused(alice, alice_client, alice_session):

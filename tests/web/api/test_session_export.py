@@ -107,13 +107,13 @@ def test_file_name_of_an_unusual_imported_id_is_quoted(alice_client, session_id,
     assert content == data
 
 
-@pytest.mark.parametrize("session_id", ["two\nlines", "a/b"])
+@pytest.mark.parametrize("session_id", ["two\nlines", "a/b", ".", ".."])
 def test_ids_that_cannot_name_a_url_are_refused_at_import(alice_client, session_id):
     header = {"type": "session", "version": 3, "id": session_id, "timestamp": "2026-01-05T09:00:00.000Z"}
     data = (json.dumps(header) + "\n").encode()
     response = alice_client.post(url(suffix="/import"), {"file": SimpleUploadedFile("s.jsonl", data)})
     assert response.status_code == 400
     assert response.json()["errors"] == [
-        {"line": 1, "message": "field 'id' must not contain '/' or control characters"}
+        {"line": 1, "message": "field 'id' must not be '.' or '..', nor contain '/' or control characters"}
     ]
     assert not Session.objects.exists()

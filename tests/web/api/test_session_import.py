@@ -137,12 +137,31 @@ def test_old_version_is_migrated(alice_client):
     assert entry.entry_id
 
 
-def test_someone_elses_session_id_conflicts(alice_client, bob_client):
-    data = jsonl(line("a1", None, "alice's"))
-    assert upload(alice_client, data).status_code == 201
+def test_someone_elses_session_id_becomes_a_new_session_that_reveals_nothing(alice_client, bob_client):
+    """bob's upload of a file whose pi id alice holds is answered as any new import: 201, created,
+    the same keys and messages; his session gets a new server id and keeps pi's id as source id."""
+    data = jsonl(line("a1", None, "first words"))
+    first = upload(alice_client, data)
+    assert first.status_code == 201
     response = upload(bob_client, data)
-    assert response.status_code == 409
-    assert Session.objects.get().owner.username == "alice"
+    assert response.status_code == 201
+    body = response.json()
+    assert body["created"] is True and body["entries"] == 1 and body["skipped"] == []
+    assert body["id"] != HEADER["id"]
+    assert set(body) == set(first.json())
+    assert "alice" not in response.content.decode() and "another account" not in response.content.decode()
+    bobs = Session.objects.get(public_id=body["id"])
+    assert (bobs.owner.username, bobs.source_id) == ("bob", HEADER["id"])
+    assert Session.objects.get(public_id=HEADER["id"]).owner.username == "alice"
+    export = bob_client.get(url(body["id"], "/export.jsonl"))
+    assert b"".join(export.streaming_content) == data  # pi's header id kept byte for byte
+    assert HEADER["id"] in export["Content-Disposition"]  # named as pi names the file
+    # bob's re-import of the grown file finds his session by pi's id and adds only the new line
+    grown = jsonl(line("a1", None, "first words"), line("b2", "a1", "next words"))
+    again = upload(bob_client, grown)
+    assert again.status_code == 201
+    assert (again.json()["id"], again.json()["created"], again.json()["entries"]) == (body["id"], False, 1)
+    assert Entry.objects.filter(session__public_id=HEADER["id"]).count() == 1
 
 
 def test_file_field_is_required(alice_client):

@@ -65,6 +65,38 @@ def test_rename_append_and_delete(alice_client, tree):
     assert not Session.objects.filter(pk=tree.session.pk).exists()
 
 
+@pytest.mark.parametrize(
+    "target",
+    ["https://evil.example/", "//evil.example/x", "http://testserver.evil.example/", "/\\evil.example",
+     "javascript:alert(1)", "ftp://testserver/"],
+)  # fmt: skip
+def test_rename_next_goes_only_to_this_site(alice_client, htmx_client, tree, target):
+    """Another site's `next` is ignored: the session page instead. (With htmx the header is swapped
+    in place: no redirect at all.)"""
+    page = f"/sessions/{tree.session.public_id}/"
+    r = post(alice_client, tree, "rename", name="x", next=target)
+    assert r.status_code == 302 and r["Location"] == page
+    r = post(htmx_client, tree, "rename", name="y", next=target)
+    assert (
+        r.status_code == 200 and "HX-Location" not in r and "HX-Redirect" not in r and "evil" not in r.content.decode()
+    )
+
+
+def test_rename_next_on_this_site_is_followed(alice_client, tree):
+    for target in ("/sessions/?q=x", "http://testserver/teams/"):
+        r = post(alice_client, tree, "rename", name="x", next=target)
+        assert r.status_code == 302 and r["Location"] == target
+
+
+def test_sign_in_and_out_next_go_only_to_this_site(alice):
+    """The other `next` redirects (Django's sign-in and sign-out views) check the target too."""
+    client = Client()
+    r = client.post("/accounts/login/", {"username": "alice", "password": "alice-pw", "next": "https://evil.example/"})
+    assert r.status_code == 302 and r["Location"] == "/"
+    r = client.post("/accounts/logout/", {"next": "//evil.example/"})
+    assert "evil" not in r.get("Location", "")
+
+
 def test_every_change_needs_csrf(alice, tree):
     client = Client(enforce_csrf_checks=True)
     client.force_login(alice)
@@ -107,8 +139,8 @@ def test_exports(alice_client, tree):
     body = b"".join(r.streaming_content).decode()
     assert body == "".join(selectors.export_lines(session=tree.session))
     assert "attachment" in r["Content-Disposition"]
-    html = alice_client.get(f"/sessions/{tree.session.public_id}/export.html").content.decode()
-    assert 'id="session-data"' in html and "<script src=" not in html and "http" not in html.split("<script", 1)[0]
+    html = b"".join(alice_client.get(f"/sessions/{tree.session.public_id}/export.html").streaming_content).decode()
+    assert 'class="piweb-entries"' in html and "<script src=" not in html and "://" not in html.split("<script", 1)[0]
 
 
 def test_the_page_and_the_api_name_an_export_as_pi_names_the_file(alice_client, tree):

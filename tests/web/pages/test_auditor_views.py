@@ -117,3 +117,23 @@ def test_admin_is_read_only(django_user_model, trail):
     assert client.get("/admin/sessions_app/auditrecord/add/").status_code == 403
     assert client.post(f"/admin/sessions_app/auditrecord/{record.pk}/delete/").status_code == 403
     assert AuditRecord.objects.filter(pk=record.pk).exists()
+
+
+def test_before_and_after_read_as_fields_not_python_dicts(auditor, alice):
+    audit_record(
+        actor=alice,
+        action="team.member_role",
+        obj_type="team",
+        obj_id="t1",
+        before={"role": "viewer"},
+        after={"user": "bob", "role": "editor", "tags": ["a", "<b>"], "ok": True, "none": None},
+    )
+    html = auditor.get("/audit/", {"action": "team.member_role"}).content.decode()
+    row = html[html.index('<tr id="audit-') :].split("</tr>")[0]
+    assert "{'" not in row and "'role'" not in row and "True" not in row  # no Python dict text
+    assert '<span class="k">role:</span> <span class="v">viewer</span>' in row
+    assert '<span class="k">user:</span> <span class="v">bob</span>' in row
+    assert '<span class="k">tags:</span> <span class="v">[&quot;a&quot;, &quot;&lt;b&gt;&quot;]</span>' in row
+    assert '<span class="k">ok:</span> <span class="v">yes</span>' in row
+    assert '<span class="k">none:</span> <span class="v">—</span>' in row
+    assert '<td class="when"><time' in row  # kept on one line (app.css: td.when)

@@ -53,11 +53,12 @@ def test_a_deep_link_opens_that_path_at_the_target(alice_client, tree):
 
 
 def test_a_target_alone_opens_the_newest_leaf_under_it(alice_client, tree):
-    """pi's findNewestLeaf: labels count (the label on u1 was set while a2b was the leaf)."""
+    """pi's findNewestLeaf: labels count (the label on u1 was set while a2b was the leaf), and a leaf
+    on a bookkeeping entry reads as its nearest real ancestor."""
     label = Entry.objects.get(session=tree.session, type="label")
     assert label.parent_id == tree.ids["a2b"]
     html = alice_client.get(detail(tree, target=tree.ids["u2b"])).content.decode()
-    assert f'data-leaf="{label.entry_id}"' in html
+    assert f'data-leaf="{tree.ids["a2b"]}"' in html
 
 
 def test_a_target_on_the_current_branch_follows_the_session_leaf_even_when_it_is_a_label(alice, alice_client):
@@ -70,7 +71,7 @@ def test_a_target_on_the_current_branch_follows_the_session_leaf_even_when_it_is
     session.refresh_from_db()
     assert session.leaf_id == label.entry_id
     html = alice_client.get(f"/sessions/{session.public_id}/", {"target": question.entry_id}).content.decode()
-    assert f'data-leaf="{label.entry_id}"' in html
+    assert f'data-leaf="{answer.entry_id}"' in html  # the label is read through
     assert "data-following" in html and "off-leaf-note" not in html
 
 

@@ -87,3 +87,30 @@ def test_a_label_longer_than_its_row_preview_filters_the_list(alice_client, alic
     assert "Tagged-session" in html and "Untagged-session" not in html
     html = alice_client.get("/", {"label": long[:200]}).content.decode()
     assert "Tagged-session" not in html
+
+
+def test_a_cleared_label_leaves_the_filter_and_no_longer_matches(alice_client, alice):
+    """A later label entry with an empty label clears it (pi's label replay)."""
+    s = services.session_create(owner=alice, name="Once-tagged")
+    target = s.leaf_id or ""
+    services.label_set(session=s, target_id=target, label="stale", author=alice)
+    services.label_set(session=s, target_id=target, label="", author=alice)
+    kept = services.session_create(owner=alice, name="Still-tagged")
+    services.label_set(session=kept, target_id=kept.leaf_id or "", label="kept", author=alice)
+    html = alice_client.get("/").content.decode()
+    assert '<option value="stale"' not in html and '<option value="kept"' in html
+    html = alice_client.get("/", {"label": "stale"}).content.decode()
+    assert "Once-tagged" not in html and "No session matches." in html
+
+
+def test_sort_by_name_uses_the_name_the_list_shows(htmx_client, alice):
+    """A session without a session_info name is listed (and sorted) by its first message."""
+    services.session_create(owner=alice, name="Middle name")
+    unnamed = services.session_create(owner=alice)
+    services.entry_append(session=unnamed, payload={"type": "message", "message": {
+        "role": "user", "content": "zebra question", "timestamp": 1}})  # fmt: skip
+    first = services.session_create(owner=alice)
+    services.entry_append(session=first, payload={"type": "message", "message": {
+        "role": "user", "content": "aardvark question", "timestamp": 1}})  # fmt: skip
+    html = htmx_client.get("/?sort=name", headers={"HX-Target": "session-table"}).content.decode()
+    assert html.index("aardvark question") < html.index("Middle name") < html.index("zebra question")

@@ -48,9 +48,9 @@ def test_session_text_is_escaped_on_every_page(alice_client, hostile):
         assert_no_live_payload(r.content.decode())
 
 
-def test_the_html_export_embeds_session_text_as_base64_only(alice_client, hostile):
+def test_the_html_export_embeds_session_text_as_escaped_json_only(alice_client, hostile):
     s, _ = hostile
-    html = alice_client.get(f"/sessions/{s.public_id}/export.html").content.decode()
+    html = b"".join(alice_client.get(f"/sessions/{s.public_id}/export.html").streaming_content).decode()
     assert_no_live_payload(html)
 
 
