@@ -93,16 +93,20 @@ def share_links_revoke_lost(
         if not permissions.can(permissions.session_access(link.created_by, link.session), "share"):
             lost.append(link)
     for link in lost:
-        ShareLink.objects.filter(pk=link.pk, revoked_at__isnull=True).update(revoked_at=now)
-        audit.audit_record(
-            action="share.revoke",
-            actor=None,
-            obj_type="share_link",
-            obj_id=link.prefix,
-            session=link.session.public_id,
-            extra={"reason": "creator lost the right to share", "creator": link.created_by.username},
-        )
+        reason = {"reason": "creator lost the right to share", "creator": link.created_by.username}
+        link_revoke(link, actor=None, at=now, extra=reason)
     return len(lost)
+
+
+def link_revoke(link: ShareLink, *, actor: User | None, at: Any = None, extra: dict[str, Any] | None = None) -> bool:
+    """Revoke a share link for good, audited; False if it was revoked already (nothing is written)."""
+    at = at or timezone.now()
+    if not ShareLink.objects.filter(pk=link.pk, revoked_at__isnull=True).update(revoked_at=at):
+        return False
+    link.revoked_at = at
+    audit.audit_record(action="share.revoke", actor=actor, obj_type="share_link", obj_id=link.prefix,
+                       session=link.session.public_id, extra=extra)  # fmt: skip
+    return True
 
 
 @transaction.atomic

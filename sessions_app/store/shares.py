@@ -20,7 +20,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
-from sessions_app.access import audit, permissions
+from sessions_app.access import audit, permissions, revoke
 from sessions_app.core.listing import Listing, update_listing
 from sessions_app.errors import EntryNotFound, InvalidRequest, SessionNotFound, ShareNotFound
 from sessions_app.models import Session, ShareLink
@@ -91,15 +91,7 @@ def share_revoke(*, user: User, share_id: int) -> ShareLink:
     ):
         raise ShareNotFound()
     if share.revoked_at is None:
-        share.revoked_at = timezone.now()
-        share.save(update_fields=["revoked_at"])
-        audit.audit_record(
-            action="share.revoke",
-            actor=user,
-            obj_type="share_link",
-            obj_id=share.prefix,
-            session=share.session.public_id,
-        )
+        revoke.link_revoke(share, actor=user)
     return share
 
 
