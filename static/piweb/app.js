@@ -343,12 +343,20 @@
   document.addEventListener("htmx:beforeRequest", function (ev) {
     var elt = ev.detail && ev.detail.elt;
     if (elt && elt.closest && elt.closest("[data-chat-action]")) live.follow = true;
+  });
+  document.addEventListener("htmx:beforeSend", function (ev) {
+    // Counted on the request itself: htmx's afterRequest never reaches the document when its
+    // element left the page meanwhile (the stop button goes with the stream it stops).
+    var xhr = ev.detail && ev.detail.xhr;
+    if (!xhr) return;
     live.inflight += 1;
+    xhr.addEventListener("loadend", function () {
+      live.inflight = Math.max(0, live.inflight - 1);
+      if (!live.inflight && live.waiting) { live.waiting = false; onLive(); }
+    });
   });
   document.addEventListener("htmx:afterRequest", function (ev) {
     var elt = ev.detail && ev.detail.elt;
-    live.inflight = Math.max(0, live.inflight - 1);
-    if (!live.inflight && live.waiting) { live.waiting = false; onLive(); }
     // "Show all" buttons go once their full output has replaced the cut one (no hx-on: the CSP
     // allows no eval).
     if (elt && elt.hasAttribute && elt.hasAttribute("data-remove-after-request") && ev.detail.successful) elt.remove();
