@@ -115,9 +115,11 @@ def group_name(session_pk: int) -> str:
     return f"session.{session_pk}"
 
 
-async def publish_now(session_pk: int, event: TurnStartEvent | DeltaEvent | PresenceEvent) -> None:
+async def publish_now(
+    session_pk: int, event: TurnStartEvent | DeltaEvent | PresenceEvent, *, remember: fanout.Remember | None = None
+) -> None:
     """Send an event at once (not part of any transaction): streamed output, presence."""
-    await fanout.publish(group_name(session_pk), dict(event))
+    await fanout.publish(group_name(session_pk), dict(event), remember=remember)
 
 
 def publish_sync(session_pk: int, event: Event) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import logging
 from typing import Any, Protocol
 
@@ -29,8 +30,6 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.conf import settings
 
 log = logging.getLogger(__name__)
-
-CHANNEL_PREFIX = "piweb:session:"
 
 
 class Listener(Protocol):
@@ -56,6 +55,20 @@ def redis_url() -> str:
     if isinstance(host, list | tuple):
         host = f"redis://{host[0]}:{host[1]}"
     return str(host)
+
+
+def channel_of(group: str) -> str:
+    """The session group's Redis channel. Pub/sub channels ignore the database number, so the
+    number is part of the name: piweb instances sharing a Redis on different databases (and test
+    runs) never see each other's events."""
+    return f"piweb:{_redis_db(redis_url())}:session:{group}"
+
+
+@functools.lru_cache(maxsize=8)
+def _redis_db(url: str) -> int:
+    from redis.connection import parse_url
+
+    return int(parse_url(url).get("db", 0))  # type: ignore[no-untyped-call]  # redis's own rules: /N or ?db=N
 
 
 class Hub:
@@ -115,7 +128,7 @@ class Subscriber:
         async with self.lock:
             if self.pubsub is None:
                 self.pubsub = redis_client().pubsub(ignore_subscribe_messages=True)
-            await self.pubsub.subscribe(CHANNEL_PREFIX + group)  # answered: subscribed from here on
+            await self.pubsub.subscribe(channel_of(group))  # answered: subscribed from here on
             if self.reader is None or self.reader.done():
                 # Its own context: not the context of the socket that happened to subscribe first.
                 self.reader = self.loop.create_task(self._read(self.pubsub), context=contextvars.Context())
@@ -125,7 +138,7 @@ class Subscriber:
             async with self.lock:
                 if group not in self.hub.groups and self.pubsub is not None:
                     with contextlib.suppress(Exception):
-                        await self.pubsub.unsubscribe(CHANNEL_PREFIX + group)
+                        await self.pubsub.unsubscribe(channel_of(group))
 
         task = self.loop.create_task(run())
         _pending.add(task)
@@ -138,7 +151,7 @@ class Subscriber:
                 if message is None or message.get("type") != "message":
                     continue
                 channel = message["channel"].decode()
-                await self.hub.deliver(channel.removeprefix(CHANNEL_PREFIX), orjson.loads(message["data"]))
+                await self.hub.deliver(channel.removeprefix(channel_of("")), orjson.loads(message["data"]))
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -154,14 +167,26 @@ _pending: set[asyncio.Task[None]] = set()
 hub = Hub()
 
 
-async def publish(group: str, event: dict[str, Any]) -> None:
+Remember = tuple[str, bytes, int]  # (key, value, seconds to live): a Redis SET to make with a publish
+
+
+async def publish(group: str, event: dict[str, Any], *, remember: Remember | None = None) -> None:
     """Hand an event to every socket watching the session, in every server process. A lost event
-    never fails the caller: a turn's end redraws what its deltas drew, a snapshot the rest."""
+    never fails the caller: a turn's end redraws what its deltas drew, a snapshot the rest.
+    remember: a key to set just before, in the same round trip to Redis (shared layer only)."""
     if not shared():
         await hub.deliver(group, event)
         return
     try:
-        await redis_client().publish(CHANNEL_PREFIX + group, orjson.dumps(event))
+        data = orjson.dumps(event)
+        if remember is None:
+            await redis_client().publish(channel_of(group), data)
+            return
+        key, value, ttl = remember
+        async with redis_client().pipeline(transaction=False) as pipe:
+            pipe.set(key, value, ex=ttl)
+            pipe.publish(channel_of(group), data)
+            await pipe.execute()
     except Exception:
         log.exception("publishing %s to %s failed", event.get("type"), group)
 
@@ -171,7 +196,7 @@ def publish_sync(group: str, event: dict[str, Any]) -> None:
     notification never fails the write: viewers catch up at their next snapshot."""
     try:
         if shared():
-            sync_redis_client().publish(CHANNEL_PREFIX + group, orjson.dumps(event))
+            sync_redis_client().publish(channel_of(group), orjson.dumps(event))
         elif hub.groups.get(group):
             # One process: nobody watching means no hop to the event loop, for which async_to_sync
             # starts a thread and a loop (~1 ms of every append).

@@ -7,8 +7,9 @@ left more than ``PIWEB_STREAM_INTERVAL_MS`` ago, else when that interval is up, 
 under load. Each delta frame is rendered once here (frames.delta) and travels ready-made.
 
 Snapshot + stream = every delta exactly once: before a delta is published, the partial message and
-its index become the turn's *live state* (:func:`live_set`: this process's memory, and Redis when
-the layer is shared), which a connecting viewer's snapshot prefers over the row (:func:`live_get`).
+its index become the turn's *live state* (:func:`live_publish`: this process's memory, and Redis
+when the layer is shared, set in the round trip that publishes the delta), which a connecting
+viewer's snapshot prefers over the row (:func:`live_get`).
 The row itself (``partial``/``last_index``) is written in the background at most every
 ``PIWEB_STREAM_SAVE_MS`` (:class:`_Saver`), off the delta path, for crash survival. Recovery of a
 dead runner's turn prefers the live state in Redis when it is newer than the row, so with a shared
@@ -236,16 +237,18 @@ def _live_key(turn_id: str) -> str:
     return f"piweb:live:{turn_id}"
 
 
-async def live_set(turn_id: str, index: int, message: dict[str, Any]) -> None:
-    """Record what has been published so far; call before publishing the delta with this index."""
+def _live_record(turn_id: str, index: int, message: dict[str, Any]) -> fanout.Remember | None:
+    """Record the newest published (index, partial) here; what Redis must hold too, if shared."""
     _live[turn_id] = (index, message)  # one assignment: a reader sees the old or the new pair
-    if uses_worker():
-        try:
-            await fanout.redis_client().set(
-                _live_key(turn_id), orjson.dumps([index, message]), ex=int(stale_after() * 4) + 60
-            )
-        except Exception:  # Redis away: the delta's publish fails too; the turn itself goes on
-            log.exception("turn %s: saving the live state failed", turn_id)
+    if not uses_worker():
+        return None
+    return _live_key(turn_id), orjson.dumps([index, message]), int(stale_after() * 4) + 60
+
+
+async def live_publish(session_pk: int, delta: events.DeltaEvent, message: dict[str, Any]) -> None:
+    """Record the live state, then publish the delta: with Redis, one round trip (the SET first)."""
+    remember = _live_record(delta["turn"], delta["index"], message)
+    await events.publish_now(session_pk, delta, remember=remember)
 
 
 async def live_get(turn_ids: list[str]) -> dict[str, tuple[int, dict[str, Any]]]:
@@ -405,7 +408,6 @@ async def run_turn(turn_pk: int, *, registry: Registry | None = None) -> str | N
                 return
             index += 1
             message = coalescer.asm.message()
-            await live_set(turn_id, index, message)
             if save_interval() <= 0:  # strict: the row is written before every delta goes out
                 await database_sync_to_async(_save_partial)(turn_pk, message, index)
             else:
@@ -418,7 +420,7 @@ async def run_turn(turn_pk: int, *, registry: Registry | None = None) -> str | N
                 "html": frames.delta(turn=turn_id, index=index, t=first_at, parts=parts),
                 "t": first_at,
             }
-            await events.publish_now(session_pk, delta)
+            await live_publish(session_pk, delta, message)
 
         await _pump(provider_events(provider, model, context, abort), coalescer, flush)
     except Exception as exc:

@@ -66,7 +66,7 @@ async def test_snapshot_prefers_the_live_state_over_the_lagging_row(chat_session
     row = await sync_to_async(streaming_row)(chat_session, runner=streaming.RUNNER_ID, text="Hel", index=1)
     turn = str(row.public_id)
     streaming._local_aborts[turn] = asyncio.Event()  # running in this process: not stale
-    await streaming.live_set(turn, 3, partial("Hello wor"))
+    await streaming.live_publish(chat_session.pk, delta_event(chat_session, turn, 3, " wor"), partial("Hello wor"))
     try:
         comm = await connect(alice, chat_session)
         frames = await frames_until(comm, "chat-presence")

@@ -100,6 +100,33 @@ def test_with_redis_each_process_gets_each_event_once_and_in_order(redis_layer):
         assert [e["index"] for e in viewer.got] == list(range(50))
 
 
+def test_instances_on_other_redis_databases_never_see_each_others_events(redis_layer, settings):
+    """Pub/sub channels ignore Redis's database number: an instance on database 10 publishing for
+    the same session pk reaches nobody on database 9."""
+    group = events.group_name(778)
+
+    def use(url: str) -> None:
+        settings.CHANNEL_LAYERS = {"default": {**settings.CHANNEL_LAYERS["default"], "CONFIG": {"hosts": [url]}}}
+
+    async def scenario() -> list[Any]:
+        hub, viewer = fanout.Hub(), Viewer()
+        await hub.join(group, viewer)  # on database 9
+        use("redis://127.0.0.1:6379/10")
+        await fanout.publish(group, {"type": "session.delta", "index": 1})
+        await asyncio.to_thread(fanout.publish_sync, group, {"type": "session.delta", "index": 2})
+        use(REDIS)
+        await fanout.publish(group, {"type": "session.delta", "index": 3})
+        for _ in range(100):
+            if viewer.got:
+                break
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.1)  # anything else would have arrived by now
+        hub.leave(group, viewer)
+        return [e["index"] for e in viewer.got]
+
+    assert asyncio.run(scenario()) == [3]
+
+
 def test_a_broken_subscription_makes_the_viewers_reconnect(redis_layer):
     group = events.group_name(778)
 
