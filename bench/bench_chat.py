@@ -7,7 +7,11 @@ chat POST endpoint and measures:
 - deltas delivered per second;
 - per viewer and turn, the last frame of that turn (its end, and the stored message) after the reply
   was stored (the turn row's updated_at, written in the reply's transaction);
-- the server processes' memory (RSS) per idle websocket.
+- the server processes' memory (RSS) per idle websocket;
+- the CPU each process used while the turns ran (which one is the bottleneck).
+
+On a machine doing other work, `nice -n -15` (for this script, and `renice` for Redis and
+PostgreSQL) comes closer to a dedicated server's figures.
 
     .venv/bin/python bench/bench_chat.py [--viewers 50] [--sessions 1] [--turns 8] [--concurrent 4]
         [--interval-ms 10] [--demo-delay 0.005] [--idle 200]
@@ -16,7 +20,8 @@ chat POST endpoint and measures:
     # issue 20's figures in one run: in-memory (this tree, and --baseline's tree), then PostgreSQL,
     # Redis, two daphne processes and a worker: 50 viewers, 4 sessions x 12 viewers, 500 idle viewers
     .venv/bin/python bench/bench_chat.py --scale-out --redis redis://127.0.0.1:6379/0 \\
-        --database-url postgres://postgres@127.0.0.1:5432/test [--baseline /path/to/older/checkout]
+        --database-url postgres://postgres@127.0.0.1:5432/benchchat [--baseline /path/to/older/checkout]
+    # (benchchat: a database of its own, `createdb benchchat`; the script migrates it)
 """
 
 from __future__ import annotations
@@ -67,6 +72,7 @@ class Results:
     elapsed: float = 0.0
     after_stored: list[float] = field(default_factory=list)  # ms, per viewer and turn
     idle_kib: float = 0.0
+    cpu: dict[str, float] = field(default_factory=dict)  # seconds used while the turns ran, by process
 
 
 def free_port() -> int:
@@ -80,6 +86,19 @@ def rss_kb(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     return 0
+
+
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) the process has used."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_by_name(names: list[str], procs: list[subprocess.Popen[bytes]]) -> dict[str, float]:
+    """CPU seconds used so far by each named server process, and by this (the viewers') process."""
+    return {n: cpu_s(p.pid) for n, p in zip(names, procs, strict=True)} | {
+        "viewers (this process)": time.process_time()
+    }
 
 
 def pct(values: list[float], q: float) -> float:
@@ -239,6 +258,9 @@ async def run(sc: Scenario) -> Results:
             measuring = True
             await asyncio.sleep(0.5)
             started = time.monotonic()
+            names = [f"daphne {i + 1}" for i in range(len(ports))]
+            names += [f"worker {i + 1}" for i in range(len(procs) - len(ports))]
+            cpu_before = cpu_by_name(names, procs)
             sem = asyncio.Semaphore(sc.concurrent)
 
             async def one(i: int) -> None:
@@ -250,6 +272,8 @@ async def run(sc: Scenario) -> Results:
                 await asyncio.gather(*(one(i) for i in range(sc.turns)))
                 await asyncio.wait_for(done.wait(), timeout=300)
                 res.elapsed = time.monotonic() - started
+                now = cpu_by_name(names, procs)
+                res.cpu = {n: now[n] - cpu_before[n] for n in now}
                 await asyncio.sleep(0.5)  # the stored messages' frames follow the ends
             for ws, task in [*warm, *opened]:
                 task.cancel()
@@ -289,6 +313,9 @@ def report(sc: Scenario, res: Results) -> None:
         print(f"   each viewer's last frame of a turn after its reply was stored: median "
               f"{statistics.median(res.after_stored):.1f} ms, p99 {pct(res.after_stored, 0.99):.1f} ms, "
               f"max {max(res.after_stored):.1f} ms ({len(res.after_stored)} viewer-turns)")  # fmt: skip
+    if res.cpu:
+        print("   CPU while the turns ran (share of one core): " + ", ".join(
+            f"{n} {v / res.elapsed:.0%}" for n, v in res.cpu.items()))  # fmt: skip
     print(f"   server RSS per idle websocket: {res.idle_kib:.1f} KiB (over {max(sc.idle, sc.viewers)})")
 
 
