@@ -42,6 +42,13 @@ class Session(models.Model):
     source_bytes = models.BigIntegerField(default=0)
     source_sha256 = models.CharField(max_length=64, blank=True, default="")
     import_report = models.JSONField(default=list, blank=True)  # lines skipped by a partial import
+    # Sync (the `piweb sync` client): how many lines of the source file are stored, and where a
+    # mirrored session comes from (the pushing machine and the file's path there) and when it was
+    # last pushed. Nullable without default (see entries_digest).
+    source_lines = models.BigIntegerField(null=True, blank=True)
+    origin_host = models.CharField(max_length=255, null=True, blank=True)
+    origin_path = models.TextField(null=True, blank=True)
+    pushed_at = models.DateTimeField(null=True, blank=True)
     # Readers skip a session so marked. It lets nothing past the entry trigger (migration 0007), and
     # piweb never commits it set (session_delete removes the row at once): verify_sessions reports it.
     deleting = models.BooleanField(default=False)
