@@ -21,19 +21,25 @@ from piweb.cli.sync import Options, Outcome, summary, sync_file
 
 
 def _parser() -> argparse.ArgumentParser:
+    # --server and --token go before or after the command (`piweb login --server URL --token T`).
+    remote = argparse.ArgumentParser(add_help=False)
+    remote.add_argument("--server", default=argparse.SUPPRESS, help="piweb's URL (else PIWEB_SERVER, else login's)")
+    remote.add_argument("--token", default=argparse.SUPPRESS, help="an API token (else PIWEB_TOKEN, else login's)")
     parser = argparse.ArgumentParser(prog="piweb", description="Sync pi sessions with a piweb server.")
     parser.add_argument("--server", help="piweb's URL (else PIWEB_SERVER, else `piweb login`'s)")
     parser.add_argument("--token", help="an API token (else PIWEB_TOKEN, else `piweb login`'s)")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("login", help="save --server and --token in the config file (mode 0600)")
-    sync = commands.add_parser("sync", help="push pi session files (only the complete lines the server lacks)")
+    commands.add_parser("login", parents=[remote], help="save --server and --token in the config file (mode 0600)")
+    sync = commands.add_parser(
+        "sync", parents=[remote], help="push pi session files (only the complete lines the server lacks)"
+    )
     sync.add_argument("dirs", nargs="*", type=Path, help="folders or files (default: pi's sessions folder)")
     sync.add_argument("--watch", action="store_true", help="keep following the folders")
     sync.add_argument("--team", default="", help="new sessions go to this team (its id)")
     sync.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="skip matching files")
     sync.add_argument("--dry-run", action="store_true", help="say what would be sent, send nothing")
     sync.add_argument("--no-watchdog", action="store_true", help=argparse.SUPPRESS)  # (tests: the polling path)
-    pull = commands.add_parser("pull", help="write a session as a pi file")
+    pull = commands.add_parser("pull", parents=[remote], help="write a session as a pi file")
     pull.add_argument("id", help="the session's id in piweb, or pi's id")
     pull.add_argument("-o", "--output", type=Path, help="the file to write")
     pull.add_argument("--into-pi", action="store_true", help="into pi's sessions folder, where /resume finds it")

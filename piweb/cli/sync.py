@@ -10,6 +10,7 @@ offset. A prefix that differs (the file was rewritten or truncated) is reported,
 from __future__ import annotations
 
 import hashlib
+import os
 import socket
 from collections import Counter
 from dataclasses import dataclass, field
@@ -40,7 +41,8 @@ class Outcome:
 class Options:
     team: str = ""
     dry_run: bool = False
-    host: str = field(default_factory=socket.gethostname)
+    # This machine's name as the session page shows it (PIWEB_HOST overrides the host name).
+    host: str = field(default_factory=lambda: os.environ.get("PIWEB_HOST") or socket.gethostname())
     progress: bool = True
 
 
@@ -137,10 +139,10 @@ def _changed_advice(session: str) -> str:
 
 
 def summary(outcomes: list[Outcome]) -> str:
-    """One line: how many files and what happened to them."""
+    """One line: how many files, what happened to them (each push, with --watch), lines sent."""
     counts = Counter(o.kind for o in outcomes)
     sent = sum(o.lines for o in outcomes if o.kind in ("created", "appended"))
     order: tuple[Kind, ...] = ("created", "appended", "current", "would push", "waiting", "changed", "failed")
     parts = [f"{counts[kind]} {kind}" for kind in order if counts[kind]]
     text = ", ".join(parts) or "nothing to do"
-    return f"piweb sync: {len(outcomes)} file(s): {text}; {sent} line(s) sent"
+    return f"piweb sync: {len({o.path for o in outcomes})} file(s): {text}; {sent} line(s) sent"
