@@ -49,6 +49,10 @@ class Session(models.Model):
     origin_host = models.CharField(max_length=255, null=True, blank=True)
     origin_path = models.TextField(null=True, blank=True)
     pushed_at = models.DateTimeField(null=True, blank=True)
+    # The seqs of the entries that came from the source file, as [[first, last], ...]; the others
+    # were made in piweb (labels, chat), and a mirror's pull leaves them out. Null: all of them (a
+    # session made in piweb, or imported before this was kept).
+    mirror_seqs = models.JSONField(null=True, blank=True)
     # Readers skip a session so marked. It lets nothing past the entry trigger (migration 0007), and
     # piweb never commits it set (session_delete removes the row at once): verify_sessions reports it.
     deleting = models.BooleanField(default=False)
@@ -74,7 +78,7 @@ class Session(models.Model):
 # session, from permissions.session_access). Not one being deleted, nor an import's staging.
 VISIBLE = models.Q(deleting=False, staging__isnull=True)
 # Columns that may be large: lists never load them (the export and the import read them).
-BIG_COLUMNS = ("extra_headers", "import_report", "header_raw")
+BIG_COLUMNS = ("extra_headers", "import_report", "header_raw", "mirror_seqs")
 
 
 class Entry(models.Model):

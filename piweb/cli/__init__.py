@@ -43,6 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     pull.add_argument("id", help="the session's id in piweb, or pi's id")
     pull.add_argument("-o", "--output", type=Path, help="the file to write")
     pull.add_argument("--into-pi", action="store_true", help="into pi's sessions folder, where /resume finds it")
+    pull.add_argument("--with-labels", action="store_true", help="append the labels made in piweb (pi label entries)")
     return parser
 
 
@@ -59,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "pull":
             from piweb.cli.pull import pull
 
-            print(pull(client, args.id, args.output, args.into_pi))
+            print(pull(client, args.id, args.output, args.into_pi, args.with_labels))
             return 0
         return _sync(client, args)
     except config.ConfigError as error:

@@ -12,10 +12,12 @@ from piweb.cli import files
 from piweb.cli.http import ApiError, Client
 
 
-def pull(client: Client, session_id: str, out: Path | None, into_pi: bool) -> Path:
+def pull(client: Client, session_id: str, out: Path | None, into_pi: bool, with_labels: bool = False) -> Path:
     """Download the session (found by server id, else by pi's id) to out, to pi's folder for its
-    cwd (into_pi), or to pi's own file name in the current directory. Returns the path written."""
-    response = _export(client, session_id)
+    cwd (into_pi), or to pi's own file name in the current directory. Returns the path written.
+    A mirror comes back as the pushed file (what piweb added to it left out; with_labels: its
+    labels appended as pi label entries)."""
+    response = _export(client, session_id, "?mirror=true" + ("&labels=true" if with_labels else ""))
     with response:
         name = _filename(response.headers.get("Content-Disposition", "")) or f"{session_id}.jsonl"
         first = response.readline()
@@ -37,14 +39,14 @@ def pull(client: Client, session_id: str, out: Path | None, into_pi: bool) -> Pa
     return out
 
 
-def _export(client: Client, session_id: str) -> Any:
+def _export(client: Client, session_id: str, query: str) -> Any:
     try:
-        return client.get_stream(f"/api/sessions/{quote(session_id, safe='')}/export.jsonl")
+        return client.get_stream(f"/api/sessions/{quote(session_id, safe='')}/export.jsonl{query}")
     except ApiError as failed:
         if failed.status != 404:
             raise
     state = client.get_json(f"/api/sync/{quote(session_id, safe='')}")  # pi's id, when the server's differs
-    return client.get_stream(f"/api/sessions/{quote(str(state['id']), safe='')}/export.jsonl")
+    return client.get_stream(f"/api/sessions/{quote(str(state['id']), safe='')}/export.jsonl{query}")
 
 
 def _filename(disposition: str) -> str | None:

@@ -21,4 +21,5 @@ class Migration(migrations.Migration):
         ),
         migrations.AddField(model_name="session", name="origin_path", field=models.TextField(blank=True, null=True)),
         migrations.AddField(model_name="session", name="pushed_at", field=models.DateTimeField(blank=True, null=True)),
+        migrations.AddField(model_name="session", name="mirror_seqs", field=models.JSONField(blank=True, null=True)),
     ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -16,7 +17,7 @@ from tests.generate import generate
 pytestmark = pytest.mark.django_db
 
 DATA = generate(60, seed=7)
-PI_ID = __import__("json").loads(DATA.split(b"\n", 1)[0])["id"]
+PI_ID = json.loads(DATA.split(b"\n", 1)[0])["id"]
 
 
 def cut(data: bytes, lines: int) -> bytes:
@@ -213,3 +214,26 @@ def test_team_push_puts_a_new_mirror_in_the_team(alice, pusher):
     response = push(pusher, cut(DATA, 10), team=str(team.public_id))
     assert response.status_code == 201, response.json()
     assert Session.objects.get(public_id=PI_ID).team == team
+
+
+def test_a_mirrors_pull_leaves_out_what_piweb_added_and_labels_come_at_the_end(alice, pusher):
+    first = cut(DATA, 10)
+    state = push(pusher, first).json()["state"]
+    session = Session.objects.get(public_id=state["id"])
+    target = session.entries.order_by("seq").last()
+    assert target is not None
+    services.label_set(session=session, target_id=target.entry_id, label="reviewed", author=alice)
+    assert lines(pusher, state["id"], first, DATA[len(first) :]).status_code == 200
+    browser = Client()
+    browser.force_login(alice)
+    url = f"/api/sessions/{state['id']}/export.jsonl"
+    whole = b"".join(browser.get(url).streaming_content)  # type: ignore[attr-defined]
+    assert b'"label":"reviewed"' in whole and whole != DATA  # the browser's export: everything
+    mirror = b"".join(browser.get(url + "?mirror=true").streaming_content)  # type: ignore[attr-defined]
+    assert mirror == DATA  # the pusher's file, byte for byte
+    labelled = b"".join(browser.get(url + "?mirror=true&labels=true").streaming_content)  # type: ignore[attr-defined]
+    assert labelled.startswith(DATA)
+    label = json.loads(labelled[len(DATA) :])
+    assert (label["type"], label["targetId"], label["label"]) == ("label", target.entry_id, "reviewed")
+    last_id = json.loads(DATA.rstrip(b"\n").rsplit(b"\n", 1)[1])["id"]
+    assert label["parentId"] == last_id

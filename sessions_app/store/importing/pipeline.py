@@ -420,7 +420,7 @@ def _discard(stage: _Stage, *, published: bool = False) -> None:
 _IMPORT_FIELDS = [
     "last_seq", "entries_digest", "extra_headers", "leaf_id", "import_report", "name", "message_count",
     "first_message", "modified_ms", "source_path", "source_bytes", "source_sha256", "updated_at", "source_lines",
-    "origin_host", "origin_path", "pushed_at",
+    "origin_host", "origin_path", "pushed_at", "mirror_seqs",
 ]  # fmt: skip
 _COPY = (
     "INSERT INTO sessions_app_entry (session_id, {columns}) SELECT %s, {columns} FROM sessions_app_entry"
@@ -446,6 +446,7 @@ def _publish(
     session.source_bytes = stored.size
     session.source_sha256 = stored.sha256
     session.source_lines = stored.lines
+    session.mirror_seqs = _mirror_seqs(session, added)
     if origin is not None:
         session.origin_host, session.origin_path, session.pushed_at = origin.host, origin.path, timezone.now()
     with transaction.atomic():
@@ -471,6 +472,20 @@ def _publish(
             session.save(update_fields=_IMPORT_FIELDS)
         _finish(session, owner=owner, size=stored.size, source_path=source_path, created=stage.created, added=added,
                 via="sync" if origin is not None else "import")  # fmt: skip
+
+
+def _mirror_seqs(session: Session, added: int) -> list[list[int]]:
+    """The session's mirrored seqs with the `added` entries just placed (the last ones)."""
+    ranges = [
+        list(r) for r in session.mirror_seqs or ([[1, session.last_seq - added]] if session.last_seq > added else [])
+    ]
+    if added:
+        first = session.last_seq - added + 1
+        if ranges and ranges[-1][1] == first - 1:
+            ranges[-1][1] = session.last_seq
+        else:
+            ranges.append([first, session.last_seq])
+    return ranges
 
 
 def _where_to_read(existing: Session | None, source: Source, header: Header) -> tuple[Header, bool]:
