@@ -25,7 +25,7 @@ BATCH_BYTES = 4 * 1024 * 1024  # the most one push of new lines carries (a longe
 PROGRESS_BYTES = 1024 * 1024  # a first push at least this big shows a progress bar
 RETRIES_ON_CONFLICT = 3
 
-Kind = Literal["created", "appended", "current", "waiting", "changed", "failed", "would push"]
+Kind = Literal["created", "appended", "replaced", "current", "waiting", "changed", "failed", "would push"]
 
 
 @dataclass(slots=True)
@@ -90,6 +90,8 @@ def _bring_up_to_date(
     have, session = int(state["bytes"]), str(state["id"])
     prefix = hashlib.sha256(data[:have]) if have <= len(data) else None
     if prefix is None or prefix.hexdigest() != state["sha256"]:
+        if header.get("version") == 3 and not options.dry_run:
+            return _replace_if_migrated(client, path, data, session, options)
         return Outcome(path, "changed", message=_changed_advice(session), session=session)
     if have == len(data):
         return Outcome(path, "current", session=session)
@@ -107,6 +109,18 @@ def _bring_up_to_date(
         offset += len(batch)
         prefix = after
     return Outcome(path, "appended", sent, session=session)
+
+
+def _replace_if_migrated(client: Client, path: Path, data: bytes, session: str, options: Options) -> Outcome:
+    """pi may have migrated the file to v3 in place (new entry ids): the server replaces the mirror
+    if that is all that changed (keeping piweb's labels), and refuses (409) otherwise."""
+    try:
+        answer = client.post_file(f"/api/sync/{quote(session, safe='')}/replace", data, _form(options, path))
+    except ApiError as failed:
+        if failed.status == 409 and failed.code == "prefix_changed":
+            return Outcome(path, "changed", message=_changed_advice(session), session=session)
+        raise
+    return Outcome(path, "replaced", data.count(b"\n"), session=str(answer["state"]["id"]))
 
 
 def _first_push(client: Client, data: bytes, form: dict[str, str | int], options: Options) -> Any:
@@ -141,8 +155,17 @@ def _changed_advice(session: str) -> str:
 def summary(outcomes: list[Outcome]) -> str:
     """One line: how many files, what happened to them (each push, with --watch), lines sent."""
     counts = Counter(o.kind for o in outcomes)
-    sent = sum(o.lines for o in outcomes if o.kind in ("created", "appended"))
-    order: tuple[Kind, ...] = ("created", "appended", "current", "would push", "waiting", "changed", "failed")
+    sent = sum(o.lines for o in outcomes if o.kind in ("created", "appended", "replaced"))
+    order: tuple[Kind, ...] = (
+        "created",
+        "appended",
+        "replaced",
+        "current",
+        "would push",
+        "waiting",
+        "changed",
+        "failed",
+    )
     parts = [f"{counts[kind]} {kind}" for kind in order if counts[kind]]
     text = ", ".join(parts) or "nothing to do"
     return f"piweb sync: {len({o.path for o in outcomes})} file(s): {text}; {sent} line(s) sent"

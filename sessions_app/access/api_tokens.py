@@ -33,7 +33,7 @@ def _digest(token: str) -> str:
 SCOPES = ("read", "write", "push")
 # What a `push` token (a machine running `piweb sync`) may call: a mirror's sync state, its first
 # push and its new lines (web/sync_api.py). Nothing else: no reading, deleting, chat or labels.
-PUSH_OPERATIONS = frozenset({"sync_state", "sync_push", "sync_lines"})
+PUSH_OPERATIONS = frozenset({"sync_state", "sync_push", "sync_lines", "sync_replace"})
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 

@@ -1,6 +1,6 @@
 """REST API for `piweb sync`: a mirror's sync state, its first push, and the lines it grew by.
 
-A `push` token may call these three operations and nothing else (access/api_tokens.py); a `write`
+A `push` token may call these operations and nothing else (access/api_tokens.py); a `write`
 token may too. Each push is one batch through the import pipeline: all of it is stored or none.
 """
 
@@ -13,7 +13,7 @@ from ninja import File, Form, Router, Status, UploadedFile
 from sessions_app.access import teams
 from sessions_app.errors import InvalidRequest, SessionNotFound
 from sessions_app.store import selectors
-from sessions_app.store.importing import background, identity, increments, pipeline
+from sessions_app.store.importing import background, identity, increments, pipeline, rewrite
 from sessions_app.web.schemas import ErrorOut, ImportErrorOut, SyncPushOut, SyncStateOut
 
 router = Router(tags=["sync"])
@@ -92,3 +92,17 @@ def sync_lines(
         owner=_user(request), session=session, data=file.read(), increment=increment, origin=_origin(host, path)
     )
     return SyncPushOut(created=False, added=result.added, state=SyncStateOut.of(result.session))
+
+
+@router.post("/{session_id}/replace", response={200: SyncPushOut, **PUSH_ERRORS}, url_name="sync_replace")
+def sync_replace(
+    request: HttpRequest, session_id: str, file: File[UploadedFile], host: Form[str], path: Form[str] = ""
+) -> SyncPushOut:
+    """pi migrated the mirror's v1/v2 file to v3 in place: replace the mirror with it, keeping the
+    labels made in piweb (store/importing/rewrite.py); 409 prefix_changed if it is not that."""
+    background.require_upload_size(request)
+    session = selectors.session_get_for_user(user=request.user, public_id=session_id, need="import")
+    origin = _origin(host, path)
+    file.seek(0)
+    new = rewrite.mirror_replace_migrated(user=_user(request), session=session, data=file.read(), origin=origin)
+    return SyncPushOut(created=True, added=new.last_seq, state=SyncStateOut.of(new))

@@ -13,7 +13,9 @@ import time
 import pytest
 
 from sessions_app.access.api_tokens import api_token_create
+from sessions_app.core import jsjson
 from sessions_app.models import Session
+from sessions_app.store import services
 from tests.generate import generate
 from tests.paths import LARGE_SESSION
 from tests.servers import ROOT
@@ -206,3 +208,53 @@ def test_two_machines_push_different_sessions_at_once(tmp_path, server, watchers
     hers, his = Session.objects.get(public_id=pi_id(mine)), Session.objects.get(public_id=pi_id(theirs))
     assert (hers.owner, hers.origin_host, hers.last_seq) == (alice, "alice-laptop", mine.count(b"\n") - 1)
     assert (his.owner, his.origin_host, his.last_seq) == (bob, "bob-desktop", theirs.count(b"\n") - 1)
+
+
+def pi_rewrite(v3: bytes, more: int = 2) -> bytes:
+    """What pi writes when it opens a migrated file: new ids for every entry (its migration is
+    random), nothing else changed; then `more` entries appended as pi goes on."""
+    lines = v3.splitlines()
+    header, entries = lines[0], [json.loads(line) for line in lines[1:]]
+    new_ids = {e["id"]: f"{i + 1:08x}" for i, e in enumerate(entries)}
+    out = [header]
+    for entry in entries:
+        entry["id"] = new_ids[entry["id"]]
+        if entry.get("parentId") is not None:
+            entry["parentId"] = new_ids[entry["parentId"]]
+        if "firstKeptEntryId" in entry:
+            entry["firstKeptEntryId"] = new_ids[entry["firstKeptEntryId"]]
+        out.append(jsjson.dumps(entry).encode())
+    last = entries[-1]["id"]
+    for n in range(more):
+        entry_id = f"f{n:07x}"
+        text = {"role": "user", "content": f"after the migration {n}", "timestamp": 1_767_000_000_000 + n}
+        line = {"type": "message", "id": entry_id, "parentId": last, "timestamp": "2026-01-01T00:00:00.000Z",
+                "message": text}  # fmt: skip
+        out.append(jsjson.dumps(line).encode())
+        last = entry_id
+    return b"\n".join(out) + b"\n"
+
+
+def test_pis_in_place_migration_replaces_the_mirror_and_keeps_labels(tmp_path, server, run_cli, alice, read_token):
+    source = LARGE_SESSION.read_bytes()  # pi's own v1 file
+    path = pi_file(tmp_path / "s", source)
+    assert run_cli("sync", str(tmp_path / "s")).returncode == 0
+    session = Session.objects.get(public_id=pi_id(source))
+    fifth = session.entries.order_by("seq")[4]
+    services.label_set(session=session, target_id=fifth.entry_id, label="look here", author=alice)
+    pulled = run_cli("pull", pi_id(source), "-o", str(tmp_path / "v3.jsonl"), token=read_token)
+    assert pulled.returncode == 0, pulled.stderr
+    rewritten = pi_rewrite((tmp_path / "v3.jsonl").read_bytes())
+    path.write_bytes(rewritten)
+    result = run_cli("sync", str(tmp_path / "s"))
+    assert result.returncode == 0, result.stderr
+    assert "1 replaced" in result.stdout
+    mirror = Session.objects.get(public_id=pi_id(source))
+    assert mirror.pk != session.pk and mirror.owner == alice
+    labels = [json.loads(raw) for raw in mirror.entries.filter(type="label").values_list("raw", flat=True)]
+    new_fifth = json.loads(rewritten.splitlines()[5])["id"]
+    assert [(lb["targetId"], lb.get("label")) for lb in labels] == [(new_fifth, "look here")]
+    again = run_cli("pull", pi_id(source), "-o", str(tmp_path / "again.jsonl"), token=read_token)
+    assert again.returncode == 0
+    assert (tmp_path / "again.jsonl").read_bytes() == rewritten  # the labels stay out of the pull
+    assert "1 current" in run_cli("sync", str(tmp_path / "s")).stdout
