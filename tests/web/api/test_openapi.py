@@ -23,6 +23,7 @@ ROUTES = {
     "/api/sync": {"post"},
     "/api/sync/{source_id}": {"get"},
     "/api/sync/{session_id}/lines": {"post"},
+    "/api/sync/{session_id}/replace": {"post"},
 }
 
 
