@@ -25,15 +25,16 @@ from tests.servers import ROOT, Processes, free_port, server_env
 class Server:
     """One daphne on a fixed port: stop() and start() again is a server restart."""
 
-    def __init__(self, processes: Processes) -> None:
+    def __init__(self, processes: Processes, **env: str) -> None:
         self.processes = processes
+        self.env = env
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "piweb.asgi:application"]
-        self.proc = self.processes.start(command, server_env())
+        self.proc = self.processes.start(command, server_env(**self.env))
         deadline = time.monotonic() + 30
         while True:
             try:

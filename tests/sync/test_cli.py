@@ -19,7 +19,7 @@ from sessions_app.store import services
 from tests.generate import generate
 from tests.paths import LARGE_SESSION
 from tests.servers import ROOT
-from tests.sync.conftest import pi_file, wait_for
+from tests.sync.conftest import Server, pi_file, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -258,3 +258,20 @@ def test_pis_in_place_migration_replaces_the_mirror_and_keeps_labels(tmp_path, s
     assert again.returncode == 0
     assert (tmp_path / "again.jsonl").read_bytes() == rewritten  # the labels stay out of the pull
     assert "1 current" in run_cli("sync", str(tmp_path / "s")).stdout
+
+
+def test_watch_survives_a_restart_in_the_middle_of_a_first_push(tmp_path, processes, watchers, push_token):
+    server = Server(processes, PIWEB_SYNC_STALE_SECONDS="2")
+    server.start()
+    data = generate(12_000, seed=42)
+    pi_file(tmp_path / "s", data)
+    watcher = watchers(server, push_token, tmp_path / "s")
+    wait_for(lambda: Session.objects.filter(staging=True).exists(), timeout=60)  # rows are being written
+    server.stop()
+    server.start()
+    wait_for(lambda: (server.state(push_token, pi_id(data)) or {}).get("bytes") == len(data), timeout=120)
+    output = watcher.stop()
+    assert "retrying" in output
+    session = Session.objects.get(public_id=pi_id(data))
+    assert session.last_seq == data.count(b"\n") - 1
+    assert not Session.objects.filter(staging=True).exists()  # the stopped import's rows went whole

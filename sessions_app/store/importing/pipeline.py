@@ -159,7 +159,7 @@ def session_import(
     if in_place:
         try:
             with transaction.atomic():
-                stage = _open_stage(owner, header, in_place=True)
+                stage = _open_stage(owner, header, in_place=True, stale_s=_stale_s(origin))
                 return _import(stage, source, header, owner=owner, source_path=source_path, partial=partial,
                                progress=progress, builder=builder, run=run, increment=increment,
                                origin=origin, expect_pk=expect_pk)  # fmt: skip
@@ -168,7 +168,7 @@ def session_import(
         except _WorkerFailed:
             return session_import(**again, builder="process", in_place=True)
     try:
-        stage = _open_stage(owner, header)
+        stage = _open_stage(owner, header, stale_s=_stale_s(origin))
     except _Raced:
         return session_import(**again, builder=builder)
     try:
@@ -355,7 +355,14 @@ def _being_imported(public_id: str) -> SessionConflict:
     return SessionConflict(f"session {public_id} is being imported; import it again once that import is done")
 
 
-def _open_stage(owner: User, header: Header, *, in_place: bool = False) -> _Stage:
+def _stale_s(origin: Origin | None) -> int:
+    """How long another import's untouched staging session of the same file is waited for. A
+    push (origin) waits less: its client retries it after a server restart, and waiting the
+    janitor's PIWEB_IMPORT_STALE_SECONDS for the import the restart stopped would stall it."""
+    return settings.PIWEB_SYNC_STALE_SECONDS if origin is not None else settings.PIWEB_IMPORT_STALE_SECONDS
+
+
+def _open_stage(owner: User, header: Header, *, in_place: bool = False, stale_s: int) -> _Stage:
     """Step 2, in one short transaction (in_place: in the caller's). Another import of the same
     file staging it meanwhile is waited for, then imported into; one that stopped is discarded."""
     public_id = header.obj["id"]
@@ -363,7 +370,7 @@ def _open_stage(owner: User, header: Header, *, in_place: bool = False) -> _Stag
         with transaction.atomic():
             existing = identity.stored_copy(owner=owner, source_id=public_id)
             if existing is not None and existing.staging:
-                stale = timezone.now() - timedelta(seconds=settings.PIWEB_IMPORT_STALE_SECONDS)
+                stale = timezone.now() - timedelta(seconds=stale_s)
                 if existing.updated_at < stale:
                     services.staging_discard(session_pk=existing.pk)  # an import that stopped
                     existing = None
