@@ -3,6 +3,7 @@ the CLI as its own process (it imports nothing of the server)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import stat
 import subprocess
@@ -11,6 +12,8 @@ import threading
 import time
 
 import pytest
+import websockets
+from django.test import Client
 
 from sessions_app.access.api_tokens import api_token_create
 from sessions_app.core import jsjson
@@ -18,7 +21,7 @@ from sessions_app.models import Session
 from sessions_app.store import services
 from tests.generate import generate
 from tests.paths import LARGE_SESSION
-from tests.servers import ROOT
+from tests.servers import ROOT, login_cookie
 from tests.sync.conftest import Server, pi_file, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -275,3 +278,37 @@ def test_watch_survives_a_restart_in_the_middle_of_a_first_push(tmp_path, proces
     session = Session.objects.get(public_id=pi_id(data))
     assert session.last_seq == data.count(b"\n") - 1
     assert not Session.objects.filter(staging=True).exists()  # the stopped import's rows went whole
+
+
+def test_a_viewer_sees_pushed_lines_live_and_the_page_says_where_they_come_from(
+    tmp_path, server, run_cli, alice, push_token
+):
+    data = generate(30, seed=43)
+    path = pi_file(tmp_path / "s", cut(data, 10), cwd="/home/dev/live")
+    assert run_cli("sync", str(tmp_path / "s"), PIWEB_HOST="devbox").returncode == 0
+    cookie = login_cookie(alice)
+    sid = pi_id(data)
+    new_ids = [json.loads(line)["id"] for line in data.splitlines()[10:]]
+
+    async def view() -> list[str]:
+        frames: list[str] = []
+        async with websockets.connect(
+            server.url.replace("http://", "ws://") + f"/ws/sessions/{sid}/",
+            additional_headers={"Cookie": f"sessionid={cookie}", "Origin": server.url},
+        ) as ws:
+            frames.append(str(await asyncio.wait_for(ws.recv(), 10)))  # the snapshot
+            path.write_bytes(data)
+            pushed = asyncio.create_task(asyncio.to_thread(run_cli, "sync", str(tmp_path / "s"), PIWEB_HOST="devbox"))
+            async with asyncio.timeout(20):
+                while not all(i in "".join(frames[1:]) for i in new_ids[-3:]):
+                    frames.append(str(await ws.recv()))
+            await pushed
+        return frames
+
+    frames = asyncio.run(view())
+    assert new_ids[-1] not in frames[0]
+    page = Client()
+    page.force_login(alice)
+    html = page.get(f"/sessions/{sid}/").content.decode()
+    assert "Mirrored from" in html, html[html.find("session-meta") - 200 : html.find("session-meta") + 1500]
+    assert "devbox" in html and str(path.resolve()) in html
