@@ -172,9 +172,12 @@ def test_watch_follows_appends_while_it_syncs_and_stops_on_ctrl_c(tmp_path, serv
         f.write(more[len(data) :])
     took = wait_for(lambda: (server.state(push_token, pi_id(data)) or {}).get("bytes") == len(more))
     assert took < 5
+    later = generate(12, seed=45)  # a session pi starts while the watcher runs
+    pi_file(tmp_path / "s", later, cwd="/home/dev/other")
+    wait_for(lambda: (server.state(push_token, pi_id(later)) or {}).get("bytes") == len(later))
     output = watcher.stop()
     assert watcher.proc.returncode == 0, output
-    assert "piweb sync: 1 file(s)" in output.splitlines()[-1]
+    assert "piweb sync: 2 file(s)" in output.splitlines()[-1]
     session = Session.objects.get(public_id=pi_id(data))
     assert session.last_seq == more.count(b"\n") - 1  # every entry once
 

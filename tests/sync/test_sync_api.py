@@ -237,3 +237,21 @@ def test_a_mirrors_pull_leaves_out_what_piweb_added_and_labels_come_at_the_end(a
     assert (label["type"], label["targetId"], label["label"]) == ("label", target.entry_id, "reviewed")
     last_id = json.loads(DATA.rstrip(b"\n").rsplit(b"\n", 1)[1])["id"]
     assert label["parentId"] == last_id
+
+
+def test_writes_in_a_mirror_from_piweb_do_not_break_pushes_and_stay_out_of_its_pull(alice, pusher):
+    first = cut(DATA, 20)
+    state = push(pusher, first).json()["state"]
+    writer = bearer(alice, "write")
+    body = {"type": "message", "message": {"role": "user", "content": "asked in piweb", "timestamp": 1}}
+    made = writer.post(f"/api/sessions/{state['id']}/entries", body, content_type="application/json")
+    assert made.status_code == 201, made.json()
+    response = lines(pusher, state["id"], first, DATA[len(first) :])
+    assert response.status_code == 200, response.json()
+    session = Session.objects.get(public_id=state["id"])
+    assert session.entries.filter(entry_id=made.json()["id"]).exists()  # kept: nothing lost
+    assert alice_export(alice, state["id"]) != DATA
+    browser = Client()
+    browser.force_login(alice)
+    pulled = browser.get(f"/api/sessions/{state['id']}/export.jsonl?mirror=true")
+    assert b"".join(pulled.streaming_content) == DATA  # type: ignore[attr-defined]
