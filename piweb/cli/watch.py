@@ -95,6 +95,8 @@ def watch(
     stop = stop or threading.Event()
     marks = _Marks()
     observer = _start_watchdog(roots, marks.mark) if use_watchdog else None
+    how = "file events (watchdog)" if observer is not None else f"polling every {POLL_S}s"
+    print(f"piweb sync: watching {len(roots)} folder(s) by {how}; Ctrl+C stops", file=sys.stderr, flush=True)
     seen: dict[Path, tuple[int, int]] = {}
     for path in _poll(roots, exclude, seen):
         marks.mark(path)

@@ -178,6 +178,7 @@ def test_watch_follows_appends_while_it_syncs_and_stops_on_ctrl_c(tmp_path, serv
     output = watcher.stop()
     assert watcher.proc.returncode == 0, output
     assert "piweb sync: 2 file(s)" in output.splitlines()[-1]
+    assert "watching 1 folder(s) by" in output
     session = Session.objects.get(public_id=pi_id(data))
     assert session.last_seq == more.count(b"\n") - 1  # every entry once
 
