@@ -116,8 +116,10 @@ class Watcher:
 def watchers(tmp_path: Path) -> Iterator[Callable[..., Watcher]]:
     started: list[Watcher] = []
 
-    def start(server: Server, token: str, *dirs: Path, **env: str) -> Watcher:
+    def start(server: Server, token: str, *dirs: Path, polling: bool = False, **env: str) -> Watcher:
         command = [sys.executable, "-m", "piweb.cli", "sync", "--watch", *map(str, dirs)]
+        if polling:
+            command.append("--no-watchdog")  # the fallback, whether watchdog is installed or not
         watcher = Watcher(command, cli_env(server, token, **env), tmp_path / f"watch{len(started)}.log")
         started.append(watcher)
         return watcher

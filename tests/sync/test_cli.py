@@ -186,7 +186,7 @@ def test_watch_follows_appends_while_it_syncs_and_stops_on_ctrl_c(tmp_path, serv
 def test_watch_survives_a_server_restart_without_duplicates(tmp_path, server, watchers, push_token):
     data = generate(120, seed=39)
     path = pi_file(tmp_path / "s", cut(data, 20))
-    watcher = watchers(server, push_token, tmp_path / "s")
+    watcher = watchers(server, push_token, tmp_path / "s", polling=True)
     wait_for(lambda: (server.state(push_token, pi_id(data)) or {}).get("lines") == 20)
     server.stop()
     writer = appender(path, data, 20, pause=0.002)  # appends while the server is down...
@@ -195,7 +195,7 @@ def test_watch_survives_a_server_restart_without_duplicates(tmp_path, server, wa
     writer.join()
     wait_for(lambda: (server.state(push_token, pi_id(data)) or {}).get("bytes") == len(data), timeout=30)
     output = watcher.stop()
-    assert "retrying" in output
+    assert "retrying" in output and "by polling" in output
     session = Session.objects.get(public_id=pi_id(data))
     assert session.last_seq == data.count(b"\n") - 1
 
