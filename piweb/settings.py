@@ -240,6 +240,9 @@ PIWEB_IMPORT_MAX_ENTRIES = env_int("PIWEB_IMPORT_MAX_ENTRIES", 400_000)
 # An import's staging session untouched this long is taken for a stopped import: the janitor
 # deletes it (an import touches it with every batch of rows it writes).
 PIWEB_IMPORT_STALE_SECONDS = env_int("PIWEB_IMPORT_STALE_SECONDS", 600)
+# ...and, for a `piweb sync` push of the same file, taken for one a server restart stopped after this
+# long (the client retries its push: it would otherwise wait PIWEB_IMPORT_STALE_SECONDS).
+PIWEB_SYNC_STALE_SECONDS = env_int("PIWEB_SYNC_STALE_SECONDS", 30)
 # Files this big or bigger (new sessions, v3) have their rows built by a worker process; -1: never.
 PIWEB_IMPORT_WORKER_MIN_BYTES = env_int("PIWEB_IMPORT_WORKER_MIN_BYTES", 4 * 1024 * 1024)
 # SQLite: imports of files this big or bigger leave the WAL checkpoint to a background thread

@@ -101,6 +101,11 @@ class SessionConflict(SessionsError):
     status = 409
 
 
+class SyncConflict(SessionConflict):
+    """A push whose precondition (the stored prefix of the file) does not hold; extra.code says
+    which: "offset_mismatch" (send from the server's offset) or "prefix_changed" (never merged)."""
+
+
 class NothingToCompact(SessionConflict):
     default_message = "Nothing to compact (session too small)"
 

@@ -42,6 +42,17 @@ class Session(models.Model):
     source_bytes = models.BigIntegerField(default=0)
     source_sha256 = models.CharField(max_length=64, blank=True, default="")
     import_report = models.JSONField(default=list, blank=True)  # lines skipped by a partial import
+    # Sync (the `piweb sync` client): how many lines of the source file are stored, and where a
+    # mirrored session comes from (the pushing machine and the file's path there) and when it was
+    # last pushed. Nullable without default (see entries_digest).
+    source_lines = models.BigIntegerField(null=True, blank=True)
+    origin_host = models.CharField(max_length=255, null=True, blank=True)
+    origin_path = models.TextField(null=True, blank=True)
+    pushed_at = models.DateTimeField(null=True, blank=True)
+    # The seqs of the entries that came from the source file, as [[first, last], ...]; the others
+    # were made in piweb (labels, chat), and a mirror's pull leaves them out. Null: all of them (a
+    # session made in piweb, or imported before this was kept).
+    mirror_seqs = models.JSONField(null=True, blank=True)
     # Readers skip a session so marked. It lets nothing past the entry trigger (migration 0007), and
     # piweb never commits it set (session_delete removes the row at once): verify_sessions reports it.
     deleting = models.BooleanField(default=False)
@@ -67,7 +78,7 @@ class Session(models.Model):
 # session, from permissions.session_access). Not one being deleted, nor an import's staging.
 VISIBLE = models.Q(deleting=False, staging__isnull=True)
 # Columns that may be large: lists never load them (the export and the import read them).
-BIG_COLUMNS = ("extra_headers", "import_report", "header_raw")
+BIG_COLUMNS = ("extra_headers", "import_report", "header_raw", "mirror_seqs")
 
 
 class Entry(models.Model):

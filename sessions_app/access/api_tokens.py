@@ -30,7 +30,10 @@ def _digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-SCOPES = ("read", "write")
+SCOPES = ("read", "write", "push")
+# What a `push` token (a machine running `piweb sync`) may call: a mirror's sync state, its first
+# push and its new lines (web/sync_api.py). Nothing else: no reading, deleting, chat or labels.
+PUSH_OPERATIONS = frozenset({"sync_state", "sync_push", "sync_lines", "sync_replace"})
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 
@@ -90,13 +93,18 @@ def api_token_record(token: str) -> ApiToken | None:
 
 
 class BearerToken(HttpBearer):
-    """Bearer auth: the token must be live; a read-scoped one may only GET (403 otherwise)."""
+    """Bearer auth: the token must be live; a read-scoped one may only GET, a push-scoped one only
+    the sync operations (403 otherwise)."""
 
     def authenticate(self, request: HttpRequest, token: str) -> User | None:
         record = api_token_record(token)
         if record is None:
             return None
-        if record.scope != "write" and request.method not in SAFE_METHODS:
+        if record.scope == "push":
+            match = request.resolver_match
+            if match is None or match.url_name not in PUSH_OPERATIONS:
+                raise TokenScopeError("This token may only push sessions (piweb sync)", scope=record.scope)
+        elif record.scope != "write" and request.method not in SAFE_METHODS:
             raise TokenScopeError(scope=record.scope)
         request.user = record.user
         return record.user

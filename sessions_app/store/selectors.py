@@ -194,17 +194,44 @@ def entry_batches(
         after = rows[-1][0]
 
 
-def export_lines(*, session: Session, batch: int | None = None, upto: int | None = None) -> Iterator[str]:
+def export_lines(
+    *,
+    session: Session,
+    batch: int | None = None,
+    upto: int | None = None,
+    mirror: bool = False,
+    with_labels: bool = False,
+) -> Iterator[str]:
     """The session as pi JSONL, one line (with its newline) at a time, read in batches: up to seq
-    ``upto`` (entry_batches), so the file is whole whatever is appended while the lines go out."""
+    ``upto`` (entry_batches), so the file is whole whatever is appended while the lines go out.
+
+    mirror: only the lines of the source file (Session.mirror_seqs), as the pusher's file holds
+    them; with_labels then appends the labels made in piweb on those entries, as pi label entries
+    at the end (each a child of the line before it, so pi's context is unchanged)."""
     yield session.header_raw + "\n"
+    ranges = session.mirror_seqs if mirror and session.mirror_seqs is not None else None
     extra = sorted(((int(after), raw) for after, raw in session.extra_headers), key=lambda item: item[0])
     k = 0
-    for rows in entry_batches(session=session, fields=("seq", "raw"), batch=batch, upto=upto):
-        for seq, raw in rows:
+    kept: set[str] = set()
+    labels: list[dict[str, Any]] = []
+    last_id: str | None = None
+    for rows in entry_batches(session=session, fields=("seq", "raw", "entry_id", "type"), batch=batch, upto=upto):
+        for seq, raw, entry_id, kind in rows:
             while k < len(extra) and extra[k][0] < seq:
                 yield extra[k][1] + "\n"
                 k += 1
+            if ranges is not None and not any(first <= seq <= last for first, last in ranges):
+                if with_labels and kind == "label":
+                    labels.append(jsjson.loads(raw))
+                continue
+            kept.add(entry_id)
+            last_id = entry_id
             yield raw + "\n"
     for _, raw in extra[k:]:
         yield raw + "\n"
+    for label in labels:
+        if label.get("targetId") in kept and label.get("id") not in kept:
+            label["parentId"] = last_id
+            last_id = label["id"]
+            kept.add(label["id"])
+            yield jsjson.dumps(label) + "\n"

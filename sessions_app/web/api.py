@@ -114,8 +114,12 @@ def session_delete(request: HttpRequest, session_id: str) -> Status[None]:
 
 
 @router.get("/{session_id}/export.jsonl", url_name="session_export")
-def session_export(request: HttpRequest, session_id: str) -> StreamingHttpResponse:
-    return exports.jsonl_response(request, _session(request, session_id))
+def session_export(
+    request: HttpRequest, session_id: str, mirror: bool = False, labels: bool = False
+) -> StreamingHttpResponse:
+    """pi's file; mirror=true: a mirror's lines only (what `piweb pull` writes), labels=true: and
+    the labels made in piweb on them, appended as pi label entries."""
+    return exports.jsonl_response(request, _session(request, session_id), mirror=mirror, with_labels=labels)
 
 
 @router.get("/{session_id}/export.html", url_name="session_export_html", response={409: ErrorOut})

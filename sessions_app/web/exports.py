@@ -57,9 +57,11 @@ def _streamed(request: HttpRequest, pieces: Iterator[bytes], content_type: str) 
     return StreamingHttpResponse(content, content_type=content_type)
 
 
-def _jsonl_pieces(session: Session) -> Iterator[bytes]:
+def _jsonl_pieces(session: Session, mirror: bool, with_labels: bool) -> Iterator[bytes]:
     """The JSONL lines in pieces of about CHUNK_BYTES; the header at once, before any entry is read."""
-    lines = selectors.export_lines(session=session, upto=session.last_seq)  # as the request found it
+    lines = selectors.export_lines(
+        session=session, upto=session.last_seq, mirror=mirror, with_labels=with_labels
+    )  # (upto: as the request found it)
     yield next(lines).encode()
     buffer: list[str] = []
     size = 0
@@ -73,10 +75,14 @@ def _jsonl_pieces(session: Session) -> Iterator[bytes]:
         yield "".join(buffer).encode()
 
 
-def jsonl_response(request: HttpRequest, session: Session) -> StreamingHttpResponse:
-    """The session as pi JSONL, streamed (audited as an export)."""
-    audit.audit_record(action="session.export", obj_type="session", obj_id=session.public_id, extra={"format": "jsonl"})
-    response = _streamed(request, _jsonl_pieces(session), "application/x-ndjson")
+def jsonl_response(
+    request: HttpRequest, session: Session, *, mirror: bool = False, with_labels: bool = False
+) -> StreamingHttpResponse:
+    """The session as pi JSONL, streamed (audited as an export). mirror: a mirror's file as its
+    pusher has it (selectors.export_lines), with_labels: and piweb's labels on it at the end."""
+    extra = {"format": "jsonl"} | ({"mirror": True, "labels": with_labels} if mirror else {})
+    audit.audit_record(action="session.export", obj_type="session", obj_id=session.public_id, extra=extra)
+    response = _streamed(request, _jsonl_pieces(session, mirror, with_labels), "application/x-ndjson")
     _attachment(response, f"{_stem(session)}.jsonl")
     return response
 

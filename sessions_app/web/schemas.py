@@ -115,3 +115,31 @@ class ShareOut(Schema):
     url: str  # shown once: only a hash of the token is stored
     entryId: str | None
     expiresAt: datetime | None
+
+
+class SyncStateOut(Schema):
+    """How much of a pi file a mirror holds: what `piweb sync` sends from."""
+
+    id: str  # the server id (pi's id when it was free)
+    sourceId: str  # pi's session id
+    bytes: int
+    lines: int | None  # None for a session imported before lines were counted
+    sha256: str
+    entries: int
+    originHost: str | None
+    originPath: str | None
+    pushedAt: datetime | None
+
+    @staticmethod
+    def of(session: Session) -> SyncStateOut:
+        return SyncStateOut(
+            id=session.public_id, sourceId=session.source_id or session.public_id, bytes=session.source_bytes,
+            lines=session.source_lines, sha256=session.source_sha256, entries=session.last_seq,
+            originHost=session.origin_host, originPath=session.origin_path, pushedAt=session.pushed_at,
+        )  # fmt: skip
+
+
+class SyncPushOut(Schema):
+    created: bool
+    added: int
+    state: SyncStateOut

@@ -27,7 +27,10 @@ from sessions_app.web.forms import FORM_ERRORS, add_service_error, entry_id_fiel
 
 class TokenForm(forms.Form):
     name = forms.CharField(max_length=100, required=False)
-    scope = forms.ChoiceField(choices=[("read", "read (GET only)"), ("write", "read and write")], initial="read")
+    scope = forms.ChoiceField(
+        choices=[("read", "read (GET only)"), ("write", "read and write"), ("push", "push (piweb sync only)")],
+        initial="read",
+    )
     expires_days = forms.IntegerField(required=False, min_value=1, max_value=3650)
 
 

@@ -52,3 +52,11 @@ def test_unknown_user():
     with pytest.raises(CommandError, match="no user named 'nobody'"):
         create("nobody")
     assert ApiToken.objects.count() == 0
+
+
+def test_a_push_token_may_only_sync(alice):
+    out = StringIO()
+    call_command("create_api_token", "alice", "--scope", "push", stdout=out)
+    client = Client(headers={"Authorization": f"Bearer {out.getvalue().strip()}"})
+    assert client.get("/api/sessions").status_code == 403
+    assert client.get("/api/sync/not-pushed-yet").status_code == 404

@@ -5,7 +5,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from sessions_app.access.api_tokens import api_token_create
+from sessions_app.access.api_tokens import SCOPES, api_token_create
 
 
 class Command(BaseCommand):
@@ -14,7 +14,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("username")
         parser.add_argument("--name", default="")
-        parser.add_argument("--scope", choices=["read", "write"], default="write", help="read: GET only")
+        parser.add_argument(
+            "--scope", choices=list(SCOPES), default="write", help="read: GET only; push: piweb sync only"
+        )
         parser.add_argument("--expires-days", type=int, default=None, help="days until it stops working")
 
     def handle(self, *args: Any, **options: Any) -> None:

@@ -40,6 +40,15 @@ def stored_copy(*, owner: User, source_id: str) -> Session | None:
     return Session.objects.select_for_update(no_key=True).get(pk=found.pk)
 
 
+def sync_copy(*, user: User, source_id: str) -> Session | None:
+    """The user's visible session for pi's session source_id, as a push finds it (their own
+    first, then one a team lets them reach), or None: nobody else's session exists for them."""
+    found = _reachable(user, source_id)
+    if found is None or found.deleting or found.staging:
+        return None
+    return found
+
+
 def _reachable(owner: User, source_id: str) -> Session | None:
     mine = Case(When(owner_id=owner.pk, then=Value(0)), default=Value(1), output_field=IntegerField())
     candidates = (

@@ -58,7 +58,14 @@ from sessions_app.access import audit, permissions
 from sessions_app.core import jsjson, piformat
 from sessions_app.core.filesource import Source, as_source
 from sessions_app.core.piformat import Header, Problem
-from sessions_app.errors import ImportRejected, ImportTooLarge, SessionConflict, SessionForbidden
+from sessions_app.errors import (
+    ImportRejected,
+    ImportTooLarge,
+    SessionConflict,
+    SessionForbidden,
+    SessionNotFound,
+    SyncConflict,
+)
 from sessions_app.models import VISIBLE, Session
 from sessions_app.store import checkpoint, rows, services, writelock
 from sessions_app.store.importing import gcpause, identity, worker, worker_client
@@ -79,6 +86,24 @@ class ImportResult:
     version: int = piformat.CURRENT_VERSION
     built_by: Literal["worker", "process"] = "process"
     worker_private_mb: float = 0.0  # the child's own memory at its end, when one built the rows
+
+
+@dataclass(frozen=True, slots=True)
+class Increment:
+    """Lines a synced file grew by (`piweb sync`): the precondition is the stored prefix (its bytes
+    and SHA-256); the client, which holds the whole file, says the SHA-256 once they are added."""
+
+    offset: int
+    sha256_before: str
+    sha256_after: str
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a mirrored session's file lives: the pushing machine and the file's path there."""
+
+    host: str
+    path: str
 
 
 def import_limits() -> piformat.Limits:
@@ -105,6 +130,9 @@ def session_import(
     builder: Builder = "auto",
     run: Callable[..., worker_client.WorkerRun] = worker_client.WorkerRun,
     in_place: bool = False,
+    increment: Increment | None = None,
+    origin: Origin | None = None,
+    expect_pk: int | None = None,
 ) -> ImportResult:
     """Import a pi session file (its bytes, or a filesource.Source of the file); importing it
     again adds only the lines not stored yet.
@@ -125,25 +153,28 @@ def session_import(
     assert header is not None
     again: dict[str, Any] = {
         "owner": owner, "data": source, "source_path": source_path, "partial": partial, "progress": progress,
-        "run": run,
+        "run": run, "increment": increment, "origin": origin,
+        "expect_pk": expect_pk,
     }  # fmt: skip
     if in_place:
         try:
             with transaction.atomic():
-                stage = _open_stage(owner, header, in_place=True)
+                stage = _open_stage(owner, header, in_place=True, stale_s=_stale_s(origin))
                 return _import(stage, source, header, owner=owner, source_path=source_path, partial=partial,
-                               progress=progress, builder=builder, run=run)  # fmt: skip
+                               progress=progress, builder=builder, run=run, increment=increment,
+                               origin=origin, expect_pk=expect_pk)  # fmt: skip
         except _Raced:
             return session_import(**again, builder=builder)
         except _WorkerFailed:
             return session_import(**again, builder="process", in_place=True)
     try:
-        stage = _open_stage(owner, header)
+        stage = _open_stage(owner, header, stale_s=_stale_s(origin))
     except _Raced:
         return session_import(**again, builder=builder)
     try:
         return _import(stage, source, header, owner=owner, source_path=source_path, partial=partial,
-                       progress=progress, builder=builder, run=run)  # fmt: skip
+                       progress=progress, builder=builder, run=run, increment=increment, origin=origin,
+                       expect_pk=expect_pk)  # fmt: skip
     except _WorkerFailed as failed:
         _discard(stage)
         log.info("import of %s: rows built in process instead (%s)", header.obj["id"], failed.reason)
@@ -169,9 +200,23 @@ def _import(
     progress: Callable[[int], None] | None,
     builder: Builder,
     run: Callable[..., worker_client.WorkerRun],
+    increment: Increment | None = None,
+    origin: Origin | None = None,
+    expect_pk: int | None = None,
 ) -> ImportResult:
     """Steps 3-6 for an open stage."""
-    start, grown = _where_to_read(None if stage.created else stage.session, source, header)
+    if expect_pk is not None and stage.session.pk != expect_pk:
+        raise SyncConflict("another of your sessions holds this file's pi id", code="other_session")
+    if increment is not None:
+        start, grown = _increment_start(stage, header, increment), True
+    else:
+        start, grown = _where_to_read(None if stage.created else stage.session, source, header)
+        if origin is not None and not stage.created and not grown:
+            raise SyncConflict(
+                "the stored prefix of this file differs from the pushed file: it was rewritten or changed",
+                code="prefix_changed", bytes=stage.session.source_bytes, sha256=stage.session.source_sha256,
+                lines=stage.session.source_lines,
+            )  # fmt: skip
     use_worker = builder == "worker" or (builder == "auto" and stage.created and _worker_worthwhile(source))
     with checkpoint.deferred(source.size):
         summary, digest, built_by, file_hash = _build_and_write(
@@ -195,7 +240,13 @@ def _import(
         if summary.listing is not session:
             for name in ("name", "message_count", "first_message", "modified_ms"):
                 setattr(session, name, getattr(summary.listing, name))
-        _publish(stage, owner=owner, source=source, source_path=source_path, added=summary.placed, sha256=file_hash)
+        if increment is None:
+            stored = _Stored(source.size, file_hash, source.count(b"\n", 0, source.size))
+        else:
+            grew = source.size - start.end
+            lines = (stage.session.source_lines or 0) + source.count(b"\n", start.end, source.size)
+            stored = _Stored(increment.offset + grew, increment.sha256_after, lines)
+        _publish(stage, owner=owner, stored=stored, source_path=source_path, added=summary.placed, origin=origin)
     _discard(stage, published=True)
     return ImportResult(
         stage.session, stage.created, summary.placed, summary.problems, header.version, built_by, summary.private_mb
@@ -208,6 +259,26 @@ def _require_extra_bytes(extra: list[list[Any]]) -> None:
     if sum(len(raw.encode()) + 1 for _, raw in extra) > limit:
         message = f"the lines stored outside entries (repeated header or entry lines) take more than {limit} bytes"
         _reject([Problem(0, message + ", the limit, with those of the file's earlier imports", True)])
+
+
+def _increment_start(stage: _Stage, header: Header, increment: Increment) -> Header:
+    """Where an increment's lines start (the source is the stored header line, then the lines),
+    once the stored prefix is the one the client expects: 409 otherwise, with the server's."""
+    session = stage.session
+    if stage.created:
+        raise SessionNotFound()  # (the caller found it: it went meanwhile)
+    state = {"bytes": session.source_bytes, "sha256": session.source_sha256, "lines": session.source_lines}
+    if increment.sha256_before != session.source_sha256 and increment.offset == session.source_bytes:
+        raise SyncConflict(
+            "the stored prefix of this file differs from the client's: the file was rewritten or changed",
+            code="prefix_changed", **state,
+        )  # fmt: skip
+    if increment.offset != session.source_bytes:
+        raise SyncConflict(
+            f"the server holds {session.source_bytes} bytes of this file, not {increment.offset}",
+            code="offset_mismatch", **state,
+        )  # fmt: skip
+    return Header(header.obj, header.raw, session.source_lines or 0, header.end, header.version)
 
 
 def _more(count: int) -> list[dict[str, Any]]:
@@ -261,7 +332,7 @@ class _Stage:
     session: Session  # what readers will see: the new session (staging until published), or the stored one
     created: bool
     rows_pk: int | None  # the staging session the rows are written to (a re-import's: made at its first batch)
-    expected: tuple[int, str | None]  # the stored session's (last_seq, entries_digest) when the import began
+    expected: tuple[int, str | None, int]  # the stored session's (last_seq, entries_digest, source_bytes) then
     in_place: bool = False  # rows go straight into the stored session, locked, in one transaction
 
 
@@ -284,7 +355,14 @@ def _being_imported(public_id: str) -> SessionConflict:
     return SessionConflict(f"session {public_id} is being imported; import it again once that import is done")
 
 
-def _open_stage(owner: User, header: Header, *, in_place: bool = False) -> _Stage:
+def _stale_s(origin: Origin | None) -> int:
+    """How long another import's untouched staging session of the same file is waited for. A
+    push (origin) waits less: its client retries it after a server restart, and waiting the
+    janitor's PIWEB_IMPORT_STALE_SECONDS for the import the restart stopped would stall it."""
+    return settings.PIWEB_SYNC_STALE_SECONDS if origin is not None else settings.PIWEB_IMPORT_STALE_SECONDS
+
+
+def _open_stage(owner: User, header: Header, *, in_place: bool = False, stale_s: int) -> _Stage:
     """Step 2, in one short transaction (in_place: in the caller's). Another import of the same
     file staging it meanwhile is waited for, then imported into; one that stopped is discarded."""
     public_id = header.obj["id"]
@@ -292,7 +370,7 @@ def _open_stage(owner: User, header: Header, *, in_place: bool = False) -> _Stag
         with transaction.atomic():
             existing = identity.stored_copy(owner=owner, source_id=public_id)
             if existing is not None and existing.staging:
-                stale = timezone.now() - timedelta(seconds=settings.PIWEB_IMPORT_STALE_SECONDS)
+                stale = timezone.now() - timedelta(seconds=stale_s)
                 if existing.updated_at < stale:
                     services.staging_discard(session_pk=existing.pk)  # an import that stopped
                     existing = None
@@ -309,7 +387,7 @@ WAIT_S = 0.05  # between two looks at another import of the same file
 def _stage_in(owner: User, header: Header, existing: Session | None, *, in_place: bool) -> _Stage:
     if existing is not None:
         _require_reimport(owner, existing)
-        expected = (existing.last_seq, existing.entries_digest)
+        expected = (existing.last_seq, existing.entries_digest, existing.source_bytes)
         return _Stage(existing, False, existing.pk if in_place else None, expected, in_place)
     session = _new_session(owner, header)
     try:
@@ -319,7 +397,7 @@ def _stage_in(owner: User, header: Header, existing: Session | None, *, in_place
         if not Session.objects.filter(public_id=session.public_id).exists():
             raise
         raise _Raced() from None  # another import of the file began meanwhile: wait for it
-    return _Stage(session, True, session.pk, (0, None), in_place)
+    return _Stage(session, True, session.pk, (0, None, 0), in_place)
 
 
 def _sibling(stage: _Stage) -> int:
@@ -348,7 +426,8 @@ def _discard(stage: _Stage, *, published: bool = False) -> None:
 
 _IMPORT_FIELDS = [
     "last_seq", "entries_digest", "extra_headers", "leaf_id", "import_report", "name", "message_count",
-    "first_message", "modified_ms", "source_path", "source_bytes", "source_sha256", "updated_at",
+    "first_message", "modified_ms", "source_path", "source_bytes", "source_sha256", "updated_at", "source_lines",
+    "origin_host", "origin_path", "pushed_at", "mirror_seqs",
 ]  # fmt: skip
 _COPY = (
     "INSERT INTO sessions_app_entry (session_id, {columns}) SELECT %s, {columns} FROM sessions_app_entry"
@@ -356,12 +435,27 @@ _COPY = (
 ).format(columns=", ".join(rows.COLUMNS[1:]))
 
 
-def _publish(stage: _Stage, *, owner: User, source: Source, source_path: str, added: int, sha256: str) -> None:
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    """How much of the source file the session holds once published."""
+
+    size: int
+    sha256: str
+    lines: int
+
+
+def _publish(
+    stage: _Stage, *, owner: User, stored: _Stored, source_path: str, added: int, origin: Origin | None
+) -> None:
     """Step 6, in one short transaction: the session as readers will see it."""
     session = stage.session
     session.source_path = source_path or session.source_path
-    session.source_bytes = source.size
-    session.source_sha256 = sha256
+    session.source_bytes = stored.size
+    session.source_sha256 = stored.sha256
+    session.source_lines = stored.lines
+    session.mirror_seqs = _mirror_seqs(session, added)
+    if origin is not None:
+        session.origin_host, session.origin_path, session.pushed_at = origin.host, origin.path, timezone.now()
     with transaction.atomic():
         if stage.created:
             if not Session.objects.select_for_update().filter(pk=session.pk, staging=True).exists():
@@ -372,7 +466,7 @@ def _publish(stage: _Stage, *, owner: User, source: Source, source_path: str, ad
             found = (
                 Session.objects.select_for_update(no_key=True)
                 .filter(VISIBLE, pk=session.pk)
-                .values_list("last_seq", "entries_digest")
+                .values_list("last_seq", "entries_digest", "source_bytes")
                 .first()
             )
             if found is None:
@@ -383,7 +477,22 @@ def _publish(stage: _Stage, *, owner: User, source: Source, source_path: str, ad
                 with connection.cursor() as cursor:
                     cursor.execute(_COPY, [session.pk, stage.rows_pk])
             session.save(update_fields=_IMPORT_FIELDS)
-        _finish(session, owner=owner, size=source.size, source_path=source_path, created=stage.created, added=added)
+        _finish(session, owner=owner, size=stored.size, source_path=source_path, created=stage.created, added=added,
+                via="sync" if origin is not None else "import")  # fmt: skip
+
+
+def _mirror_seqs(session: Session, added: int) -> list[list[int]]:
+    """The session's mirrored seqs with the `added` entries just placed (the last ones)."""
+    ranges = [
+        list(r) for r in session.mirror_seqs or ([[1, session.last_seq - added]] if session.last_seq > added else [])
+    ]
+    if added:
+        first = session.last_seq - added + 1
+        if ranges and ranges[-1][1] == first - 1:
+            ranges[-1][1] = session.last_seq
+        else:
+            ranges.append([first, session.last_seq])
+    return ranges
 
 
 def _where_to_read(existing: Session | None, source: Source, header: Header) -> tuple[Header, bool]:
@@ -522,7 +631,7 @@ def _make_way() -> None:
         time.sleep(0.002)
 
 
-def _finish(session: Session, *, owner: User, size: int, source_path: str, created: bool, added: int) -> None:
+def _finish(session: Session, *, owner: User, size: int, source_path: str, created: bool, added: int, via: str) -> None:
     """Audit and events, in the publishing transaction."""
     if added >= ANALYZE_AFTER and connection.vendor == "postgresql":
         # Fresh statistics, or PostgreSQL plans the path walks for an empty table.
@@ -532,7 +641,7 @@ def _finish(session: Session, *, owner: User, size: int, source_path: str, creat
     audit.audit_record(
         actor=owner, action="session.import", obj_type="session", obj_id=session.public_id,
         after={"owner": owner.pk} if created else None,  # the evidence of ownership (store/accounting.py)
-        extra={"created": created, "bytes": size, "source": source_path},
+        extra={"created": created, "bytes": size, "source": source_path, "via": via, "added": added},
     )  # fmt: skip
 
 
