@@ -323,7 +323,7 @@ async def main(args: argparse.Namespace) -> None:
     base = Scenario(title="run", viewers=args.viewers, sessions=args.sessions, turns=args.turns,
                     concurrent=args.concurrent, interval_ms=args.interval_ms, demo_delay=args.demo_delay,
                     idle=args.idle, redis=args.redis, database_url=args.database_url, daphnes=args.daphnes,
-                    workers=args.workers)  # fmt: skip
+                    workers=args.workers, tree=Path(args.tree).resolve() if args.tree else ROOT)  # fmt: skip
     if not args.scale_out:
         report(base, await run(base))
         return
@@ -354,6 +354,7 @@ if __name__ == "__main__":
     parser.add_argument("--database-url", default="", help="e.g. postgres://postgres@127.0.0.1:5432/test")
     parser.add_argument("--daphnes", type=int, default=1, help="server processes; viewers and sends alternate")
     parser.add_argument("--workers", type=int, default=1, help="turn workers (with --redis)")
+    parser.add_argument("--tree", default="", help="run the servers of another checkout (default: this one)")
     parser.add_argument("--scale-out", action="store_true", help="issue 20's scenarios, in one run")
     parser.add_argument("--baseline", default="", help="with --scale-out: an older checkout, run in-memory too")
     asyncio.run(main(parser.parse_args()))
