@@ -109,6 +109,9 @@ async def viewer(
                 refresh is None or refresh.cancelled() or refresh.when() < loop.time()
             ):
                 refresh = loop.call_later(0.12, refetch)
+    if refresh is not None:
+        refresh.cancel()
+    await asyncio.gather(*fetches, return_exceptions=True)  # the page fetches still under way
 
 
 def main() -> None:
