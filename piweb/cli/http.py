@@ -19,12 +19,23 @@ class ApiError(Exception):
     def __init__(self, status: int, body: dict[str, Any]) -> None:
         self.status = status
         self.body = body
-        super().__init__(f"HTTP {status}: {body.get('message', '')}")
+        super().__init__(f"HTTP {status}: {body.get('message', '')}{_first_problem(body)}")
 
     @property
     def code(self) -> str:
         extra = self.body.get("extra")
         return str(extra.get("code", "")) if isinstance(extra, dict) else ""
+
+
+def _first_problem(body: dict[str, Any]) -> str:
+    """Where the file is wrong, as the server says (its first problem, and how many more)."""
+    errors = body.get("errors")
+    if not isinstance(errors, list) or not errors or not isinstance(errors[0], dict):
+        return ""
+    first = errors[0]
+    where = f"line {first['line']}: " if first.get("line") else ""
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f": {where}{first.get('message', '')}{more}"
 
 
 class Offline(Exception):

@@ -21,6 +21,7 @@ from piweb.cli.sync import Options, Outcome, sync_file
 
 POLL_S = 0.2  # the polling fallback's interval (and how often the loop looks at marked files)
 BACKOFF_S = (0.2, 0.5, 1.0, 2.0, 5.0)
+CHANGES = frozenset({"created", "modified", "moved", "closed"})  # watchdog's event types that write
 
 
 class _Marks:
@@ -53,6 +54,8 @@ def _start_watchdog(roots: Sequence[Path], on_change: Callable[[Path], None]) ->
 
     class Handler(FileSystemEventHandler):  # type: ignore[misc,unused-ignore]  # (Any when watchdog is missing)
         def on_any_event(self, event: FileSystemEvent) -> None:
+            if event.event_type not in CHANGES:  # opened, closed unwritten: our own reads among them
+                return
             for raw in (event.src_path, getattr(event, "dest_path", "")):
                 name = raw.decode() if isinstance(raw, bytes) else raw
                 if name.endswith(".jsonl"):

@@ -183,6 +183,28 @@ def test_watch_follows_appends_while_it_syncs_and_stops_on_ctrl_c(tmp_path, serv
     assert session.last_seq == more.count(b"\n") - 1  # every entry once
 
 
+@pytest.mark.parametrize("polling", [False, True], ids=["watchdog", "polling"])
+def test_an_idle_watch_pushes_nothing_and_a_refused_file_is_not_retried_in_a_loop(
+    tmp_path, server, watchers, push_token, polling
+):
+    """Reading a file to push it is no change to it (watchdog reports the opens and closes): an
+    idle watcher sends nothing. A file the server refuses is reported, with the line and the
+    reason, when it changes; not again and again while it does not."""
+    data = generate(30, seed=46)
+    pi_file(tmp_path / "s", data)
+    watcher = watchers(server, push_token, tmp_path / "s", polling=polling)
+    wait_for(lambda: (server.state(push_token, pi_id(data)) or {}).get("bytes") == len(data))
+    refused = generate(10, seed=47)
+    pi_file(tmp_path / "s", refused + b'{"type":"message","id":"x"\n', cwd="/home/dev/other")
+    time.sleep(2.5)
+    output = watcher.stop()
+    summary = output.splitlines()[-1]
+    assert "current" not in summary, output  # a push for every read of its own was hundreds
+    failed = [line for line in output.splitlines() if ": failed:" in line]
+    assert 1 <= len(failed) <= 2, output
+    assert "line 12" in failed[0], failed[0]
+
+
 def test_watch_survives_a_server_restart_without_duplicates(tmp_path, server, watchers, push_token):
     data = generate(120, seed=39)
     path = pi_file(tmp_path / "s", cut(data, 20))
