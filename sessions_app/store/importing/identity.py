@@ -4,7 +4,8 @@ A session keeps pi's session id (the header's `id`) as its server id (public_id)
 free. If another account already holds it, the file becomes a new session for the importer under a
 new server id, with pi's id kept as its source id (Session.source_id; header_raw keeps the header
 byte for byte, so the export is still pi's file). Re-importing finds the importer's session by
-pi's id among the sessions they can reach (their own first), so it appends only the new lines.
+pi's id among the sessions they own or may write (their own first), so it appends only the new
+lines; a session they may only read is someone else's for this rule.
 
 Nothing here tells the importer that someone else's session exists: a stranger's session is never
 returned, never locked and never named; the importer sees the same 201 "created" as for a free id.
@@ -24,10 +25,9 @@ from sessions_app.models import Session
 def stored_copy(*, owner: User, source_id: str) -> Session | None:
     """The importer's stored session for pi's session source_id, locked for the import, or None.
 
-    Their own session comes first, then one they reach through a team (the import then checks the
-    role may import). A session of their own that is being deleted is returned too (the import
-    refuses it as such), and so is one of theirs still staging; anyone else's session they cannot
-    reach does not exist for them."""
+    Their own session comes first, then one a team lets them write. A session of their own that is
+    being deleted is returned too (the import refuses it as such), and so is one of theirs still
+    staging; any other session does not exist for them."""
     found = _reachable(owner, source_id)
     if found is None and Session.objects.filter(public_id=source_id).exists():
         # pi's id is taken by someone else: a new id follows. Two imports of this file by the same
@@ -42,7 +42,7 @@ def stored_copy(*, owner: User, source_id: str) -> Session | None:
 
 def sync_copy(*, user: User, source_id: str) -> Session | None:
     """The user's visible session for pi's session source_id, as a push finds it (their own
-    first, then one a team lets them reach), or None: nobody else's session exists for them."""
+    first, then one a team lets them write), or None: nobody else's session exists for them."""
     found = _reachable(user, source_id)
     if found is None or found.deleting or found.staging:
         return None
@@ -59,8 +59,8 @@ def _reachable(owner: User, source_id: str) -> Session | None:
     for session in candidates:
         if session.owner_id == owner.pk and (session.deleting or session.staging):
             return session  # (the import refuses the one, waits for the other: pipeline._open_stage)
-        if permissions.session_access(owner, session) is not None:
-            return session
+        if permissions.can(permissions.session_access(owner, session), "import"):
+            return session  # theirs, or a team's they may write (a reader gets a copy of their own)
     return None
 
 
