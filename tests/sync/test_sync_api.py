@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -194,13 +195,19 @@ def test_outsider_gets_404_and_a_new_id(alice, bob, pusher):
     assert response.json()["state"]["sourceId"] == PI_ID
 
 
-def test_labels_made_in_piweb_stay_out_of_the_line_protocol(alice, pusher):
+def labelled_mirror(alice, pusher) -> tuple[bytes, dict[str, Any]]:
+    """The first ten lines pushed, then a label made in piweb on the last of them."""
     first = cut(DATA, 10)
     state = push(pusher, first).json()["state"]
     session = Session.objects.get(public_id=state["id"])
     target = session.entries.order_by("seq").last()
     assert target is not None
     services.label_set(session=session, target_id=target.entry_id, label="reviewed", author=alice)
+    return first, state
+
+
+def test_labels_made_in_piweb_stay_out_of_the_line_protocol(alice, pusher):
+    first, state = labelled_mirror(alice, pusher)
     response = lines(pusher, state["id"], first, DATA[len(first) :])
     assert response.status_code == 200, response.json()
     assert response.json()["state"]["bytes"] == len(DATA)
@@ -217,12 +224,7 @@ def test_team_push_puts_a_new_mirror_in_the_team(alice, pusher):
 
 
 def test_a_mirrors_pull_leaves_out_what_piweb_added_and_labels_come_at_the_end(alice, pusher):
-    first = cut(DATA, 10)
-    state = push(pusher, first).json()["state"]
-    session = Session.objects.get(public_id=state["id"])
-    target = session.entries.order_by("seq").last()
-    assert target is not None
-    services.label_set(session=session, target_id=target.entry_id, label="reviewed", author=alice)
+    first, state = labelled_mirror(alice, pusher)
     assert lines(pusher, state["id"], first, DATA[len(first) :]).status_code == 200
     browser = Client()
     browser.force_login(alice)
@@ -234,7 +236,8 @@ def test_a_mirrors_pull_leaves_out_what_piweb_added_and_labels_come_at_the_end(a
     labelled = b"".join(browser.get(url + "?mirror=true&labels=true").streaming_content)  # type: ignore[attr-defined]
     assert labelled.startswith(DATA)
     label = json.loads(labelled[len(DATA) :])
-    assert (label["type"], label["targetId"], label["label"]) == ("label", target.entry_id, "reviewed")
+    labelled_id = json.loads(first.rstrip(b"\n").rsplit(b"\n", 1)[1])["id"]  # the last line pushed first
+    assert (label["type"], label["targetId"], label["label"]) == ("label", labelled_id, "reviewed")
     last_id = json.loads(DATA.rstrip(b"\n").rsplit(b"\n", 1)[1])["id"]
     assert label["parentId"] == last_id
 
