@@ -258,3 +258,13 @@ def test_writes_in_a_mirror_from_piweb_do_not_break_pushes_and_stay_out_of_its_p
     browser.force_login(alice)
     pulled = browser.get(f"/api/sessions/{state['id']}/export.jsonl?mirror=true")
     assert b"".join(pulled.streaming_content) == DATA  # type: ignore[attr-defined]
+
+
+def test_the_composer_of_a_mirror_says_where_replies_go(alice, pusher):
+    state = push(pusher, cut(DATA, 10)).json()["state"]
+    browser = Client()
+    browser.force_login(alice)
+    page = browser.get(f"/sessions/{state['id']}/").content.decode()
+    assert "data-mirror-note" in page and "stays in piweb" in page and "fork it" in page
+    made_here = services.session_create(owner=alice, name="made in piweb")
+    assert "data-mirror-note" not in browser.get(f"/sessions/{made_here.public_id}/").content.decode()
