@@ -196,6 +196,21 @@ def comments_of(*, session: Session, within: set[str] | None = None) -> list[Rev
     return [c for c in rows if within is None or c.entry_id in within]
 
 
+def threads_by_entry(*, session: Session, entry_ids: list[str]) -> dict[str, list[list[ReviewComment]]]:
+    """The threads on these entries, for the page: entry id -> threads, each its root and then
+    its replies (one indexed query; bodies come rendered)."""
+    rows = ReviewComment.objects.filter(session=session, entry_id__in=entry_ids).order_by("id") if entry_ids else []
+    threads: dict[int, list[ReviewComment]] = {}
+    out: dict[str, list[list[ReviewComment]]] = {}
+    for c in rows:
+        if c.parent_id is None:
+            threads[c.pk] = [c]
+            out.setdefault(c.entry_id, []).append(threads[c.pk])
+        elif c.parent_id in threads:
+            threads[c.parent_id].append(c)
+    return out
+
+
 def comment_out(comment: ReviewComment, resolved_of: dict[int, bool]) -> dict[str, Any]:
     root = comment.parent_id or comment.pk
     return {

@@ -93,6 +93,9 @@ ENDPOINTS: list[Endpoint] = [
     Endpoint("view.delete", "post", S + "/delete/", "delete", (302,), {}),
     Endpoint("view.share", "post", S + "/share/", "share", (200,), {"entry": "{a1}"}),
     Endpoint("view.import", "post", "/import/", "import"),
+    Endpoint("view.comment", "post", S + "/comments/", "review", (302,), {"entry": "{a1}", "body": "hm"}),
+    # No such comment: 404 to everyone (who may resolve: tests/web/pages/test_review_threads.py)
+    Endpoint("view.comment_resolve", "post", S + "/comments/resolve/", "read", (404,), {"comment": "999999"}),
     # live chat commands (htmx: 204, or a fresh composer)
     Endpoint("chat.send", "post", S + "/chat/send/", "chat", data={"text": "hi"}),
     Endpoint("chat.edit", "post", S + "/chat/edit/", "chat", (204,), {"entry": "{u2}", "text": "again"}),
