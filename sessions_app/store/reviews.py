@@ -3,12 +3,14 @@
 The one write path for review data. Comments and verdicts are about the tree, not part of it: they
 are never entries, so they change no export and no context. Every write is audit-logged in its own
 transaction (the audit chain is their tamper evidence; an edit keeps the old body there). Bodies
-are rendered and sanitised once, when written, so a page shows stored HTML.
+are rendered and sanitised once, when written, so a page shows stored HTML. The renderer is
+render.markup's, handed over when the app starts (apps.py): the store layer comes before render.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,16 +18,29 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.db import transaction
 from django.utils import timezone
 
+from sessions_app import events
 from sessions_app.access import audit
 from sessions_app.access.permissions import can, session_access
 from sessions_app.errors import InvalidRequest, MemberError, NotFound, SessionConflict, SessionForbidden
 from sessions_app.models import VERDICTS, Membership, ReviewComment, ReviewRequest, Session, Verdict
-from sessions_app.render import markup
 from sessions_app.store import selectors
 
 MAX_BODY = 20_000  # characters of one comment or verdict note
 MAX_SCORES = 20
 _MENTION = re.compile(r"(?<![\w@])@([\w.+-]{1,150})")
+
+
+def _no_renderer(text: str) -> str:
+    raise RuntimeError("reviews.use_renderer was not called (sessions_app.apps does it when Django starts)")
+
+
+_render: Callable[[str], str] = _no_renderer
+
+
+def use_renderer(render: Callable[[str], str]) -> None:
+    """Markdown to sanitised HTML for comment and verdict bodies (render.markup.markdown)."""
+    global _render
+    _render = render
 
 
 class CommentNotFound(NotFound):
@@ -54,6 +69,10 @@ def mentions(session: Session, text: str) -> list[str]:
     found = dict.fromkeys(m.rstrip(".") for m in _MENTION.findall(text))
     members = _members(session) if found else set()
     return [name for name in found if name in members]
+
+
+def _tell_viewers(session: Session, entry_id: str, what: str) -> None:
+    events.publish_on_commit(session, events.review_event(session, entry_id=entry_id, what=what))
 
 
 def iso_utc(at: datetime) -> str:
@@ -88,7 +107,7 @@ def comment_create(
             author=author,
             author_username=author.get_username(),
             body=text,
-            body_html=str(markup.markdown(text)),
+            body_html=_render(text),
             mentions=mentions(session, text),
         )
         audit.audit_record(
@@ -100,6 +119,7 @@ def comment_create(
             after={"entry_id": entry_id, "parent_id": parent.pk if parent else None, "body": text},
             extra={"mentions": comment.mentions} if comment.mentions else None,
         )
+        _tell_viewers(session, entry_id, "reply" if parent else "comment")
     return comment
 
 
@@ -140,7 +160,7 @@ def comment_update(
     with transaction.atomic():
         if text is not None and text != comment.body:
             before = comment.body
-            comment.body, comment.body_html = text, str(markup.markdown(text))
+            comment.body, comment.body_html = text, _render(text)
             comment.mentions = mentions(session, text)
             comment.edited_at = timezone.now()
             comment.save(update_fields=["body", "body_html", "mentions", "edited_at"])
@@ -153,6 +173,7 @@ def comment_update(
                 before={"body": before},
                 after={"body": text},
             )
+            _tell_viewers(session, comment.entry_id, "edit")
         if resolved is not None and resolved != root.resolved:
             root.resolved = resolved
             root.save(update_fields=["resolved"])
@@ -165,6 +186,7 @@ def comment_update(
                 obj_id=str(root.pk),
                 session=session.public_id,
             )
+            _tell_viewers(session, root.entry_id, "resolve" if resolved else "reopen")
     return comment
 
 
@@ -187,6 +209,7 @@ def comment_delete(*, comment: ReviewComment, session: Session, user: User) -> N
             session=session.public_id,
             before={"body": before},
         )
+        _tell_viewers(session, comment.entry_id, "delete")
 
 
 def comments_of(*, session: Session, within: set[str] | None = None) -> list[ReviewComment]:
@@ -267,7 +290,7 @@ def verdict_create(
             reviewer_username=reviewer.get_username(),
             verdict=verdict,
             body=note,
-            body_html=str(markup.markdown(note)) if note else "",
+            body_html=_render(note) if note else "",
             scores=parsed,
         )
         audit.audit_record(
@@ -283,6 +306,7 @@ def verdict_create(
         if session.team_id is not None:
             mine = mine | open_requests.filter(team_id=session.team_id)
         mine.update(done_at=timezone.now(), verdict=row)
+        _tell_viewers(session, entry_id, "verdict")
     return row
 
 
