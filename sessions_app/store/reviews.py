@@ -16,6 +16,7 @@ from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import transaction
+from django.db.models import Count
 from django.utils import timezone
 
 from sessions_app import events
@@ -232,6 +233,24 @@ def threads_by_entry(*, session: Session, entry_ids: list[str]) -> dict[str, lis
         elif c.parent_id in threads:
             threads[c.parent_id].append(c)
     return out
+
+
+def tree_marks(*, session: Session) -> dict[str, dict[str, Any]]:
+    """For the tree's rows: entry id -> {"comments": how many live comments, "verdicts": each
+    reviewer's latest verdict kind on that entry}. Two grouped queries, whatever the tree's size."""
+    marks: dict[str, dict[str, Any]] = {}
+    live = ReviewComment.objects.filter(session=session, deleted_at__isnull=True)
+    for entry_id, n in live.values("entry_id").annotate(n=Count("id")).values_list("entry_id", "n"):
+        marks.setdefault(entry_id, {"comments": 0, "verdicts": []})["comments"] = n
+    latest: dict[tuple[str, str], str] = {}
+    rows = (
+        Verdict.objects.filter(session=session).order_by("id").values_list("entry_id", "reviewer_username", "verdict")
+    )
+    for entry_id, who, kind in rows:
+        latest[(entry_id, who)] = kind
+    for (entry_id, _), kind in sorted(latest.items()):
+        marks.setdefault(entry_id, {"comments": 0, "verdicts": []})["verdicts"].append(kind)
+    return marks
 
 
 def comment_out(comment: ReviewComment, resolved_of: dict[int, bool]) -> dict[str, Any]:

@@ -280,6 +280,7 @@ class Presenter:
         self.reader, self.session, self.rows, self.labels, self.on_path = reader, reader.session, rows, labels, on_path
         self.view_leaf, self.focus, self.mode, self.current, self.q = view_leaf, focus, mode, current, q
         self.words = tv.search_words(q)
+        self.review_marks = {} if reader.share else reviews.tree_marks(session=reader.session)  # no comments on shares
 
     def open_url(self, node: str) -> str:
         """The page at this node; a search's results keep the search (and its next and previous)."""
@@ -303,6 +304,7 @@ class Presenter:
             "type": row.type,
             "role": row.role,
             "marked": markup.mark_words(row_text(row), self.words) if self.words else None,
+            "review": self.review_marks.get(node_id),
         }
 
     def items(self, items: Iterable[tv.Item]) -> list[dict[str, Any]]:

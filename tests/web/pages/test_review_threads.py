@@ -32,7 +32,10 @@ def test_thread_shows_under_its_message(world):
     assert f'id="comment-{root.pk}"' in article.group(0) and f'id="comment-{reply.pk}"' in article.group(0)
     assert "<strong>why</strong> this?" in article.group(0)
     assert 'data-action="comment"' not in html  # viewers read only
-    assert 'data-action="comment"' in page(world, "reviewer")
+    reviewer_html = page(world, "reviewer")
+    assert 'data-action="comment"' in reviewer_html
+    element_ids = re.findall(r'\sid="([^"]+)"', reviewer_html)
+    assert len(element_ids) == len(set(element_ids))  # threads' ids clash with no tree row's
 
 
 def test_comment_and_resolve_through_htmx(world):
@@ -80,3 +83,19 @@ def test_share_links_show_no_comments(world):
     response = Client().get(f"/s/{token}/")
     assert response.status_code == 200 and "second answer" in response.content.decode()
     assert "internal remark" not in response.content.decode()
+
+
+def test_tree_rows_show_comment_counts_and_verdicts(world):
+    s, ids = world.sessions["team"], world.ids["team"]
+    for body in ("one", "two"):
+        reviews.comment_create(session=s, author=world.users["reviewer"], entry_id=ids["a1"], body=body)
+    gone = reviews.comment_create(session=s, author=world.users["reviewer"], entry_id=ids["a1"], body="three")
+    reviews.comment_delete(comment=gone, session=s, user=world.users["reviewer"])
+    reviews.verdict_create(session=s, reviewer=world.users["reviewer"], entry_id=ids["u2"], verdict="flagged")
+    reviews.verdict_create(session=s, reviewer=world.users["reviewer"], entry_id=ids["u2"], verdict="approved")
+    reviews.verdict_create(session=s, reviewer=world.users["editor"], entry_id=ids["u2"], verdict="changes_requested")
+    html = page(world, "viewer")
+    row = re.search(rf'<li class="node[^>]*data-id="{ids["a1"]}".*?</li>', html, re.S)
+    assert row and 'data-comments="2"' in row.group(0)
+    row = re.search(rf'<li class="node[^>]*data-id="{ids["u2"]}".*?</li>', html, re.S)
+    assert row and re.findall(r'data-verdict="(\w+)"', row.group(0)) == ["changes_requested", "approved"]
