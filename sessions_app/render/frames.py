@@ -188,4 +188,4 @@ def review(session: Session, entry_id: str, can: Mapping[str, bool]) -> str:
     threads = reviews.threads_by_entry(session=session, entry_ids=[entry_id]).get(entry_id, [])
     context = {"session": session, "entry_id": entry_id, "threads": threads, "can": can}
     html = render_to_string("sessions_app/partials/threads.html", context)
-    return f'<div id="review-live" hidden hx-swap-oob="true">{html}</div>'
+    return f'<div id="review-live" hx-swap-oob="innerHTML">{html}</div>'

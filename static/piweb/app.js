@@ -343,6 +343,7 @@
   // A review thread redrawn live arrives in #review-live; it replaces the entry's threads if that
   // entry is shown (an open reply form there is kept: it would lose what is being typed).
   function placeReviewThreads(box) {
+    if (!box) return;
     Array.prototype.slice.call(box.querySelectorAll("section.threads")).forEach(function (fresh) {
       var shown = document.querySelector("#explorer section.threads#" + CSS.escape(fresh.id));
       if (shown && !shown.querySelector("textarea:focus")) {
@@ -355,7 +356,7 @@
   document.addEventListener("htmx:oobAfterSwap", function (ev) {
     var t = ev.detail && ev.detail.target;
     if (t && (t.id === "chat-log" || t.id === "chat-streaming")) lastCopyWins(t);
-    if (t && t.id === "review-live") placeReviewThreads(t);
+    if (t && t.id === "review-live") placeReviewThreads(document.getElementById("review-live"));
   });
   document.addEventListener("htmx:wsAfterMessage", function () {
     onLive();
