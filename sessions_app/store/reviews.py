@@ -151,6 +151,8 @@ def comment_update(
         raise SessionConflict("a deleted comment cannot be edited", field="body")
     if body is not None and comment.author_id != user.pk:
         raise SessionForbidden("only its author may edit a comment", need="author")
+    if body is not None and not can(session_access(user, session), "review"):
+        raise SessionForbidden(need="review")  # an author who lost the reviewer role
     root = comment.parent or comment
     if resolved is not None:
         if not can(session_access(user, session), "review") and root.author_id != user.pk:
@@ -195,6 +197,8 @@ def comment_delete(*, comment: ReviewComment, session: Session, user: User) -> N
     """Soft delete by its author: the row stays as a tombstone (no body), replies stay."""
     if comment.author_id != user.pk:
         raise SessionForbidden("only its author may delete a comment", need="author")
+    if not can(session_access(user, session), "review"):
+        raise SessionForbidden(need="review")  # an author who lost the reviewer role
     if comment.deleted_at is not None:
         return
     with transaction.atomic():

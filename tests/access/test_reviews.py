@@ -367,3 +367,11 @@ def test_queue_sections_counts_filters_paging(world):
     assert queue(world, "other_admin")["counts"] == {"requested": 0, "threads": 0, "flagged": 0, "approved": 0}
     assert queue(world, "owner")["counts"]["threads"] == 1
     assert api(world, "reviewer").get("/api/reviews", {"section": "bogus"}).status_code == 422
+
+
+def test_an_author_demoted_to_viewer_can_no_longer_edit_or_delete(world):
+    cid = comment(world, "reviewer", "mine")
+    world.users["reviewer"].memberships.update(role="viewer")
+    assert patch(api(world, "reviewer"), f"/api/comments/{cid}", {"body": "changed"}).status_code == 403
+    assert api(world, "reviewer").delete(f"/api/comments/{cid}").status_code == 403
+    assert listed(world)[0]["body"] == "mine"
