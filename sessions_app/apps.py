@@ -12,6 +12,8 @@ class SessionsAppConfig(AppConfig):
         from django.db.backends.signals import connection_created
 
         from sessions_app.access import signin  # noqa: F401  (signin connects the sign-in audit receivers)
-        from sessions_app.store import checkpoint
+        from sessions_app.render import markup
+        from sessions_app.store import checkpoint, reviews
 
         connection_created.connect(checkpoint.connection_created, dispatch_uid="piweb-wal-watch")
+        reviews.use_renderer(lambda text: str(markup.markdown(text)))

@@ -107,7 +107,19 @@ class PresenceEvent(TypedDict):
     html: str  # the frame (chat_frames.presence), rendered once by the sender
 
 
-Event = EntryEvent | LeafEvent | ChangedEvent | TurnStartEvent | DeltaEvent | StreamEndEvent | PresenceEvent
+class ReviewEvent(TypedDict):
+    """A comment thread or verdict on an entry changed (store/reviews.py): viewers redraw that
+    entry's threads. Carries no text: each socket renders them for its own user's role."""
+
+    type: Literal["session.review"]
+    session: str
+    entry_id: str
+    what: str  # comment, reply, edit, resolve, reopen, delete, verdict
+
+
+Event = (
+    EntryEvent | LeafEvent | ChangedEvent | TurnStartEvent | DeltaEvent | StreamEndEvent | PresenceEvent | ReviewEvent
+)
 
 
 def group_name(session_pk: int) -> str:
@@ -164,3 +176,7 @@ def changed_event(session: Session, reason: str) -> ChangedEvent:
         "leaf_id": session.leaf_id,
         "reason": reason,
     }
+
+
+def review_event(session: Session, *, entry_id: str, what: str) -> ReviewEvent:
+    return {"type": "session.review", "session": session.public_id, "entry_id": entry_id, "what": what}

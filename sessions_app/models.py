@@ -293,3 +293,87 @@ class AuditHead(models.Model):
 
     def __str__(self) -> str:
         return f"audit head #{self.seq}"
+
+
+class ReviewComment(models.Model):
+    """One comment of a review thread on an entry. About the tree, never part of it: not an entry,
+    not in the JSONL export or any context. A reply has parent (the thread's root comment); the
+    thread's resolved flag lives on its root. body_html is the sanitised markdown, made once when
+    the body is written; a deleted comment keeps its row (deleted_at) as a tombstone."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="review_comments")
+    entry_id = models.CharField(max_length=200)
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="replies")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    author_username = models.CharField(max_length=150)  # kept if the user goes away
+    body = models.TextField()
+    body_html = models.TextField()
+    mentions = models.JSONField(default=list, blank=True)  # usernames of team members mentioned
+    resolved = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    edited_at = models.DateTimeField(null=True, blank=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["session", "id"]
+        indexes = [models.Index(fields=["session", "entry_id"], name="review_comment_entry")]
+
+    def __str__(self) -> str:
+        return f"comment {self.pk} on {self.entry_id}"
+
+
+VERDICTS = ("approved", "changes_requested", "flagged")
+
+
+class Verdict(models.Model):
+    """A reviewer's judgement of the path from the root to entry_id. Never updated: a reviewer's
+    latest verdict on an entry is the one in force; later children of the entry do not change what
+    it judged ("reviewed up to here")."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="verdicts")
+    entry_id = models.CharField(max_length=200)
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    reviewer_username = models.CharField(max_length=150)
+    verdict = models.CharField(max_length=20, choices=[(v, v) for v in VERDICTS])
+    body = models.TextField(blank=True, default="")
+    body_html = models.TextField(blank=True, default="")
+    scores = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["session", "id"]
+        indexes = [models.Index(fields=["session", "entry_id"], name="verdict_entry")]
+        constraints = [models.CheckConstraint(condition=models.Q(verdict__in=VERDICTS), name="verdict_valid")]
+
+    def __str__(self) -> str:
+        return f"{self.verdict} on {self.entry_id}"
+
+
+class ReviewRequest(models.Model):
+    """A request that a team member (reviewer) or the whole team (team) review a team session, or
+    the branch up to entry_id. Grants nothing: the reviewer reads the session through their role.
+    Done (done_at) at the first verdict by that reviewer, or for a team request by any member."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="review_requests")
+    entry_id = models.CharField(max_length=200, null=True, blank=True)
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="review_requests"
+    )
+    team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.CASCADE, related_name="review_requests")
+    created_at = models.DateTimeField(auto_now_add=True)
+    done_at = models.DateTimeField(null=True, blank=True)
+    verdict = models.ForeignKey(Verdict, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(reviewer__isnull=False, team__isnull=True)
+                | models.Q(reviewer__isnull=True, team__isnull=False),
+                name="review_request_one_target",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"review request {self.pk} on {self.session_id}"

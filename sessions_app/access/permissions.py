@@ -18,7 +18,9 @@ from django.db.models import OuterRef, QuerySet, Subquery
 from sessions_app.errors import SessionForbidden, SessionNotFound, TeamNotFound
 from sessions_app.models import BIG_COLUMNS, Membership, Session
 
-Capability = Literal["read", "label", "share", "chat", "branch", "import", "fork", "delete", "manage"]
+Capability = Literal[
+    "read", "label", "share", "review", "chat", "branch", "resolve", "import", "fork", "delete", "manage"
+]
 
 
 class Role(StrEnum):
@@ -30,8 +32,9 @@ class Role(StrEnum):
 
 
 _VIEWER: frozenset[Capability] = frozenset({"read"})
-_REVIEWER: frozenset[Capability] = _VIEWER | {"label", "share"}
-_EDITOR: frozenset[Capability] = _REVIEWER | {"chat", "branch", "import", "fork"}
+# review: comment, give verdicts, ask for reviews. resolve: resolve or reopen anyone's thread.
+_REVIEWER: frozenset[Capability] = _VIEWER | {"label", "share", "review"}
+_EDITOR: frozenset[Capability] = _REVIEWER | {"chat", "branch", "resolve", "import", "fork"}
 _ADMIN: frozenset[Capability] = _EDITOR | {"delete", "manage"}
 
 CAPABILITIES: dict[Role, frozenset[Capability]] = {

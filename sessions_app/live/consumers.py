@@ -25,7 +25,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.contrib.auth.models import User
 
 from sessions_app import events, fanout
-from sessions_app.access import revoke
+from sessions_app.access import permissions, revoke
 from sessions_app.errors import SessionsError
 from sessions_app.live import presence, streaming
 from sessions_app.models import VISIBLE, Session
@@ -186,7 +186,16 @@ class SessionConsumer(revoke.AccessRecheck, AsyncWebsocketConsumer):  # type: ig
     async def session_presence(self, event: events.PresenceEvent) -> None:
         await self.send(text_data=event.get("html") or frames.presence(event["viewers"]))
 
+    async def session_review(self, event: events.ReviewEvent) -> None:
+        await self.send(text_data=await database_sync_to_async(self._review_frame)(event["entry_id"]))
+
+    def _review_frame(self, entry_id: str) -> str:
+        session = Session.objects.get(pk=self.session_pk)
+        can: dict[str, bool] = dict.fromkeys(permissions.session_capabilities(self.scope["user"], session), True)
+        return frames.review(session, entry_id, can)
+
     HANDLERS: dict[str, Any] = {
+        "session.review": session_review,
         "session.entry": session_entry,
         "session.leaf": session_leaf,
         "session.changed": session_changed,

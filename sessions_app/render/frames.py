@@ -20,7 +20,7 @@ from sessions_app import events
 from sessions_app.core import jsjson
 from sessions_app.models import Entry, Session, StreamingTurn
 from sessions_app.render import markup
-from sessions_app.store import selectors
+from sessions_app.store import reviews, selectors
 
 LOG_LIMIT = 60  # messages drawn in the chat log (the newest on the leaf path)
 HIDDEN_TYPES = frozenset({"label", "custom"})
@@ -179,3 +179,13 @@ def stream_end(event: events.StreamEndEvent) -> str:
     goes too: static/piweb/app.js); the finished message arrives as a session.entry. Frames only
     append to containers every page has, so none targets an element the page may not have."""
     return f'<div hx-swap-oob="beforeend:#chat-streaming"><div id="turn-{escape(event["turn"])}" data-gone></div></div>'
+
+
+def review(session: Session, entry_id: str, can: Mapping[str, bool]) -> str:
+    """An entry's threads, redrawn: into #review-live (always on the page), from where app.js
+    moves them over that entry's threads if the entry is shown (an out-of-band swap straight onto
+    an entry that is not shown would be an htmx error)."""
+    threads = reviews.threads_by_entry(session=session, entry_ids=[entry_id]).get(entry_id, [])
+    context = {"session": session, "entry_id": entry_id, "threads": threads, "can": can}
+    html = render_to_string("sessions_app/partials/threads.html", context)
+    return f'<div id="review-live" hx-swap-oob="innerHTML">{html}</div>'

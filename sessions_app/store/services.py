@@ -416,9 +416,21 @@ def _delete_whole(session_pk: int) -> None:
     cascade does the rest (turns, viewers, share links; forks keep their entries, their
     parent_session is cleared), finding no entries left."""
     with connection.cursor() as cursor:
+        # Review rows first, in dependency order: with the session row already gone, Django's
+        # cascade below does not reach them (a dangling key then fails the commit).
+        for sql in _REVIEW_DELETES:
+            cursor.execute(sql, [session_pk])
         cursor.execute("DELETE FROM sessions_app_session WHERE id = %s", [session_pk])
         cursor.execute("DELETE FROM sessions_app_entry WHERE session_id = %s", [session_pk])
     Session(pk=session_pk).delete()
+
+
+_REVIEW_DELETES = (
+    "DELETE FROM sessions_app_reviewrequest WHERE session_id = %s",
+    "DELETE FROM sessions_app_verdict WHERE session_id = %s",
+    "DELETE FROM sessions_app_reviewcomment WHERE session_id = %s AND parent_id IS NOT NULL",  # replies first
+    "DELETE FROM sessions_app_reviewcomment WHERE session_id = %s",
+)
 
 
 @transaction.atomic

@@ -143,3 +143,31 @@ class SyncPushOut(Schema):
     created: bool
     added: int
     state: SyncStateOut
+
+
+class CommentIn(Schema):
+    entryId: EntryId
+    body: str
+    parentId: int | None = None
+
+
+class CommentPatch(Schema):
+    body: str | None = None
+    resolved: bool | None = None
+
+
+class CreatedIdOut(Schema):
+    id: int
+
+
+class VerdictIn(Schema):
+    entryId: EntryId
+    verdict: str  # checked by the service, so a wrong one says which are allowed
+    body: str | None = None
+    scores: dict[str, Any] | None = None
+
+
+class ReviewRequestIn(Schema):
+    reviewer: str | None = None
+    team: str | None = None
+    entryId: EntryId | None = None

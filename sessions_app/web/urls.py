@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from sessions_app.web import views
+from sessions_app.web import review_views, views
 from sessions_app.web.converters import ENTRY_ID
 
 app_name = "sessions"
@@ -13,6 +13,8 @@ urlpatterns = [
     path("import/<str:job_id>/", views.import_progress, name="import_progress"),
     path("sessions/new/", views.session_new, name="new"),
     path("sessions/<str:public_id>/", views.session_detail, name="detail"),
+    path("sessions/<str:public_id>/comments/", review_views.comment_post, name="comment"),
+    path("sessions/<str:public_id>/comments/resolve/", review_views.comment_resolve, name="comment_resolve"),
     path("sessions/<str:public_id>/tree/gap/", views.tree_gap, name="tree_gap"),
     path("sessions/<str:public_id>/tree/branch/", views.tree_branch, name="tree_branch"),
     path("sessions/<str:public_id>/conversation/earlier/", views.conversation_earlier, name="earlier"),

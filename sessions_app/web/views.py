@@ -40,7 +40,7 @@ from sessions_app.core.tree import TEXTLESS_PREFIX, editor_text
 from sessions_app.errors import EntryNotFound, ExportTooLarge, ImportNotFound, InvalidRequest
 from sessions_app.models import Session, ShareLink
 from sessions_app.render import markup
-from sessions_app.store import explorer, selectors, services, shares
+from sessions_app.store import explorer, reviews, selectors, services, shares
 from sessions_app.store.importing import background
 from sessions_app.web import chat_views, exports, forms, header
 
@@ -280,6 +280,7 @@ class Presenter:
         self.reader, self.session, self.rows, self.labels, self.on_path = reader, reader.session, rows, labels, on_path
         self.view_leaf, self.focus, self.mode, self.current, self.q = view_leaf, focus, mode, current, q
         self.words = tv.search_words(q)
+        self.review_marks = {} if reader.share else reviews.tree_marks(session=reader.session)  # no comments on shares
 
     def open_url(self, node: str) -> str:
         """The page at this node; a search's results keep the search (and its next and previous)."""
@@ -303,6 +304,7 @@ class Presenter:
             "type": row.type,
             "role": row.role,
             "marked": markup.mark_words(row_text(row), self.words) if self.words else None,
+            "review": self.review_marks.get(node_id),
         }
 
     def items(self, items: Iterable[tv.Item]) -> list[dict[str, Any]]:
@@ -418,6 +420,8 @@ def _decorate(
     session_leaf: str | None,
 ) -> list[dict[str, Any]]:
     leaf_path = _leaf_path(reader, leaf_id, session_leaf)
+    # Share links show no comments (their creator cannot choose that yet).
+    threads = {} if reader.share else reviews.threads_by_entry(session=reader.session, entry_ids=[s.id for s in shown])
     out = []
     for s in shown:
         sib = sibs.get(s.id)
@@ -431,6 +435,7 @@ def _decorate(
                 "next_url": reader.url(target=sib.next, filter=mode) if sib and sib.next else None,
                 "current": s.id == session_leaf,
                 "off_path": leaf_path is not None and s.id not in leaf_path,
+                "threads": threads.get(s.id, []),
             }
         )
     return out

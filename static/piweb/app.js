@@ -173,6 +173,19 @@
     if (ev.target.matches && ev.target.matches("[data-tree-search]")) ev.stopPropagation();
   }, true);
 
+  // `c`: open the comment form under the selected node's message, if it is shown and may be commented.
+  function commentOnSelected() {
+    var row = selected(), ex = document.getElementById("explorer");
+    var id = row && row.dataset.id;
+    var msg = id && ex && ex.querySelector('#conversation .msg[data-id="' + CSS.escape(id) + '"]');
+    var pop = msg && msg.querySelector("section.threads > details.comment-pop");
+    if (!pop) return false;
+    pop.open = true;
+    pop.scrollIntoView({ block: "center" });
+    var box = pop.querySelector("textarea");
+    if (box) box.focus();
+    return true;
+  }
   document.addEventListener("keydown", function (ev) {
     var t = tree();
     if (!t) return;
@@ -182,6 +195,7 @@
     if (typing || ev.ctrlKey || ev.metaKey || ev.altKey) return;
     if (t.contains(document.activeElement) || document.activeElement === t || document.activeElement === document.body) {
       if (ev.key === "/") { var s = document.querySelector("[data-tree-search]"); if (s) { ev.preventDefault(); s.focus(); } return; }
+      if (ev.key === "c" && commentOnSelected()) { ev.preventDefault(); return; }
       onTreeKey(ev);
     }
   });
@@ -326,9 +340,23 @@
       if (el.hasAttribute("data-gone")) el.remove();
     });
   }
+  // A review thread redrawn live arrives in #review-live; it replaces the entry's threads if that
+  // entry is shown (an open reply form there is kept: it would lose what is being typed).
+  function placeReviewThreads(box) {
+    if (!box) return;
+    Array.prototype.slice.call(box.querySelectorAll("section.threads")).forEach(function (fresh) {
+      var shown = document.querySelector("#explorer section.threads#" + CSS.escape(fresh.id));
+      if (shown && !shown.querySelector("textarea:focus")) {
+        shown.replaceWith(fresh);
+        htmx.process(fresh);
+      }
+    });
+    box.textContent = "";
+  }
   document.addEventListener("htmx:oobAfterSwap", function (ev) {
     var t = ev.detail && ev.detail.target;
     if (t && (t.id === "chat-log" || t.id === "chat-streaming")) lastCopyWins(t);
+    if (t && t.id === "review-live") placeReviewThreads(document.getElementById("review-live"));
   });
   document.addEventListener("htmx:wsAfterMessage", function () {
     onLive();

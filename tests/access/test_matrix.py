@@ -20,7 +20,16 @@ from sessions_app.access import permissions
 from sessions_app.access.permissions import Capability, Role
 from sessions_app.errors import SessionsError
 from sessions_app.live import compacting, streaming, turns
-from sessions_app.models import Entry, Membership, Session, ShareLink, StreamingTurn
+from sessions_app.models import (
+    Entry,
+    Membership,
+    ReviewComment,
+    ReviewRequest,
+    Session,
+    ShareLink,
+    StreamingTurn,
+    Verdict,
+)
 from tests.worlds import ROLES, World
 
 pytestmark = pytest.mark.django_db
@@ -60,6 +69,12 @@ ENDPOINTS: list[Endpoint] = [
     Endpoint("api.fork", "post", A + "/fork", "fork", (201,), {"entryId": "{a1}"}),
     Endpoint("api.share", "post", A + "/shares", "share", (201,), {"entryId": "{a1}"}),
     Endpoint("api.import", "post", "/api/sessions/import", "import", (201,)),
+    Endpoint("api.comments", "get", A + "/comments", "read"),
+    Endpoint("api.comment_create", "post", A + "/comments", "review", (201,), {"entryId": "{a1}", "body": "hm"}),
+    Endpoint("api.reviews", "get", A + "/reviews", "read"),
+    Endpoint("api.verdict", "post", A + "/reviews", "review", (201,), {"entryId": "{a1}", "verdict": "flagged"}),
+    # 409 on a personal session: requests are for team sessions only (tests/access/test_reviews.py)
+    Endpoint("api.review_request", "post", A + "/review-requests", "review", (201, 409), {"reviewer": "editor"}),
     # htmx UI
     Endpoint("view.detail", "get", S + "/", "read"),
     Endpoint("view.tree_gap", "get", S + "/tree/gap/?node={u1}", "read"),
@@ -78,6 +93,9 @@ ENDPOINTS: list[Endpoint] = [
     Endpoint("view.delete", "post", S + "/delete/", "delete", (302,), {}),
     Endpoint("view.share", "post", S + "/share/", "share", (200,), {"entry": "{a1}"}),
     Endpoint("view.import", "post", "/import/", "import"),
+    Endpoint("view.comment", "post", S + "/comments/", "review", (302,), {"entry": "{a1}", "body": "hm"}),
+    # No such comment: 404 to everyone (who may resolve: tests/web/pages/test_review_threads.py)
+    Endpoint("view.comment_resolve", "post", S + "/comments/resolve/", "read", (404,), {"comment": "999999"}),
     # live chat commands (htmx: 204, or a fresh composer)
     Endpoint("chat.send", "post", S + "/chat/send/", "chat", data={"text": "hi"}),
     Endpoint("chat.edit", "post", S + "/chat/edit/", "chat", (204,), {"entry": "{u2}", "text": "again"}),
@@ -123,6 +141,9 @@ def state(world: World) -> tuple[Any, ...]:
         StreamingTurn.objects.count(),
         ShareLink.objects.count(),
         list(Membership.objects.order_by("pk").values_list("team_id", "user_id", "role")),
+        ReviewComment.objects.count(),
+        Verdict.objects.count(),
+        ReviewRequest.objects.count(),
     )
 
 
@@ -212,11 +233,12 @@ def test_the_table_covers_every_ui_route():
 
 
 def test_the_table_covers_every_api_operation():
-    from sessions_app.web.api import router
+    from sessions_app.web import api, review_api
 
     rows = {(ep.method.upper(), _shape(ep.path)) for ep in ENDPOINTS if ep.kind == "api"}
-    for path, view in router.path_operations.items():
-        for operation in view.operations:
-            for method in operation.methods:
-                if "{session_id}" in path:
-                    assert (method, _shape("/api/sessions" + path)) in rows, f"{method} {path} has no row"
+    for prefix, router in (("/api/sessions", api.router), ("/api", review_api.router)):
+        for path, view in router.path_operations.items():
+            for operation in view.operations:
+                for method in operation.methods:
+                    if "{session_id}" in path:
+                        assert (method, _shape(prefix + path)) in rows, f"{method} {path} has no row"

@@ -33,8 +33,8 @@ def test_capability_table_is_cumulative():
     caps = [permissions.CAPABILITIES[Role(r)] for r in ROLES]
     assert all(a < b for a, b in itertools.pairwise(caps))
     assert caps[0] == {"read"}
-    assert caps[1] - caps[0] == {"label", "share"}
-    assert caps[2] - caps[1] == {"chat", "branch", "import", "fork"}
+    assert caps[1] - caps[0] == {"label", "share", "review"}
+    assert caps[2] - caps[1] == {"chat", "branch", "resolve", "import", "fork"}
     assert caps[3] - caps[2] == {"delete", "manage"}
 
 

@@ -24,6 +24,11 @@ ROUTES = {
     "/api/sync/{source_id}": {"get"},
     "/api/sync/{session_id}/lines": {"post"},
     "/api/sync/{session_id}/replace": {"post"},
+    "/api/sessions/{session_id}/comments": {"get", "post"},
+    "/api/comments/{comment_id}": {"patch", "delete"},
+    "/api/sessions/{session_id}/reviews": {"get", "post"},
+    "/api/sessions/{session_id}/review-requests": {"post"},
+    "/api/reviews": {"get"},
 }
 
 
@@ -50,7 +55,7 @@ def test_schema_documents_both_authentications(client):
     for ops in schema["paths"].values():
         for op in ops.values():
             assert op["security"], op["operationId"]
-            assert op["tags"] in (["sessions"], ["sync"])
+            assert op["tags"] in (["sessions"], ["sync"], ["reviews"])
 
 
 def test_import_documents_the_multipart_file(client):

@@ -66,10 +66,12 @@ def test_rejected_file_names_and_messages_are_escaped(htmx_client):
 # through selectors.session_context) and, off the leaf path, which entries are on it: a fixed few more.
 CHAT_QUERIES = 3 + 3  # + the session.open audit record (lock the chain head, insert, move the head)
 NAV_QUERIES = 1  # the top bar: may the user see the Audit link (piweb_nav.may_audit)
+TREE_REVIEW_QUERIES = 2  # the tree rows' comment counts and verdict marks (reviews.tree_marks)
+REVIEW_QUERIES = TREE_REVIEW_QUERIES + 1  # and the threads under the shown messages
 
 
 def test_the_session_page_has_bounded_queries_small(alice_client, tree, django_assert_max_num_queries):
-    with django_assert_max_num_queries(16 + CHAT_QUERIES + NAV_QUERIES):
+    with django_assert_max_num_queries(16 + CHAT_QUERIES + NAV_QUERIES + REVIEW_QUERIES):
         alice_client.get(detail(tree))
 
 
@@ -82,16 +84,16 @@ def big(alice, generated):
 def test_the_session_page_has_bounded_queries_large(alice_client, big, django_assert_max_num_queries):
     """A 4000-entry branched session is read lazily: a fixed number of queries, a bounded page."""
     sid = big.public_id
-    with django_assert_max_num_queries(16 + CHAT_QUERIES + NAV_QUERIES):
+    with django_assert_max_num_queries(16 + CHAT_QUERIES + NAV_QUERIES + REVIEW_QUERIES):
         r = alice_client.get(f"/sessions/{sid}/")
     html = r.content.decode()
     assert len(html) < 500_000
     assert "entries above" in html
     for mode in ("no-tools", "user-only", "labeled-only", "all"):
-        with django_assert_max_num_queries(16 + CHAT_QUERIES + NAV_QUERIES):
+        with django_assert_max_num_queries(16 + CHAT_QUERIES + NAV_QUERIES + REVIEW_QUERIES):
             assert alice_client.get(f"/sessions/{sid}/?filter={mode}").status_code == 200
     root = Entry.objects.filter(session=big, parent_id=None).values_list("entry_id", flat=True).first()
-    with django_assert_max_num_queries(16 + CHAT_QUERIES + NAV_QUERIES):
+    with django_assert_max_num_queries(16 + CHAT_QUERIES + NAV_QUERIES + REVIEW_QUERIES):
         assert alice_client.get(f"/sessions/{sid}/?target={root}").status_code == 200
     alts = Entry.objects.filter(session=big, type="message").values_list("parent_id", flat=True)
     counts: dict[str | None, int] = {}
@@ -99,10 +101,10 @@ def test_the_session_page_has_bounded_queries_large(alice_client, big, django_as
         counts[p] = counts.get(p, 0) + 1
     branch_parent = next(p for p, n in counts.items() if n > 1 and p)
     kid = Entry.objects.filter(session=big, parent_id=branch_parent).values_list("entry_id", flat=True).last()
-    with django_assert_max_num_queries(8):
+    with django_assert_max_num_queries(8 + TREE_REVIEW_QUERIES):
         assert alice_client.get(f"/sessions/{sid}/tree/branch/?node={kid}&d=1").status_code == 200
     leaf = big.leaf_id
-    with django_assert_max_num_queries(10):
+    with django_assert_max_num_queries(10 + TREE_REVIEW_QUERIES):
         html = alice_client.get(f"/sessions/{sid}/tree/gap/?node={leaf}&up=1").content.decode()
     assert 'class="node' in html
 
@@ -110,6 +112,6 @@ def test_the_session_page_has_bounded_queries_large(alice_client, big, django_as
 def test_the_real_pi_fixture_renders(alice_client, alice, django_assert_max_num_queries):
     data = LARGE_SESSION.read_bytes()
     s = pipeline.session_import(owner=alice, data=data).session
-    with django_assert_max_num_queries(16 + CHAT_QUERIES + NAV_QUERIES):
+    with django_assert_max_num_queries(16 + CHAT_QUERIES + NAV_QUERIES + REVIEW_QUERIES):
         r = alice_client.get(f"/sessions/{s.public_id}/")
     assert r.status_code == 200 and len(r.content) < 500_000

@@ -1,0 +1,422 @@
+"""Team review on the tree: comment threads on entries, verdicts on paths, review requests.
+
+The one write path for review data. Comments and verdicts are about the tree, not part of it: they
+are never entries, so they change no export and no context. Every write is audit-logged in its own
+transaction (the audit chain is their tamper evidence; an edit keeps the old body there). Bodies
+are rendered and sanitised once, when written, so a page shows stored HTML. The renderer is
+render.markup's, handed over when the app starts (apps.py): the store layer comes before render.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser, User
+from django.db import transaction
+from django.db.models import Count
+from django.utils import timezone
+
+from sessions_app import events
+from sessions_app.access import audit
+from sessions_app.access.permissions import can, session_access
+from sessions_app.errors import InvalidRequest, MemberError, NotFound, SessionConflict, SessionForbidden
+from sessions_app.models import VERDICTS, Membership, ReviewComment, ReviewRequest, Session, Verdict
+from sessions_app.store import selectors
+
+MAX_BODY = 20_000  # characters of one comment or verdict note
+MAX_SCORES = 20
+_MENTION = re.compile(r"(?<![\w@])@([\w.+-]{1,150})")
+
+
+def _no_renderer(text: str) -> str:
+    raise RuntimeError("reviews.use_renderer was not called (sessions_app.apps does it when Django starts)")
+
+
+_render: Callable[[str], str] = _no_renderer
+
+
+def use_renderer(render: Callable[[str], str]) -> None:
+    """Markdown to sanitised HTML for comment and verdict bodies (render.markup.markdown)."""
+    global _render
+    _render = render
+
+
+class CommentNotFound(NotFound):
+    default_message = "Comment not found"
+
+
+def _body(text: Any, *, field: str = "body", required: bool = True) -> str:
+    if not isinstance(text, str):
+        raise InvalidRequest(f"field '{field}' must be a string", field=field)
+    if required and not text.strip():
+        raise InvalidRequest(f"field '{field}' must not be empty", field=field)
+    if len(text) > MAX_BODY:
+        raise InvalidRequest(f"field '{field}' is longer than {MAX_BODY} characters", field=field, limit=MAX_BODY)
+    return text
+
+
+def _members(session: Session) -> set[str]:
+    """Usernames that may be mentioned: the team's members, or the owner of a personal session."""
+    if session.team_id is None:
+        return {session.owner.get_username()}
+    names = Membership.objects.filter(team_id=session.team_id).values_list("user__username", flat=True)
+    return set(names)
+
+
+def mentions(session: Session, text: str) -> list[str]:
+    found = dict.fromkeys(m.rstrip(".") for m in _MENTION.findall(text))
+    members = _members(session) if found else set()
+    return [name for name in found if name in members]
+
+
+def _tell_viewers(session: Session, entry_id: str, what: str) -> None:
+    events.publish_on_commit(session, events.review_event(session, entry_id=entry_id, what=what))
+
+
+def iso_utc(at: datetime) -> str:
+    return at.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+# --- comments ------------------------------------------------------------------------------------
+
+
+def comment_create(
+    *, session: Session, author: User, entry_id: str, body: Any, parent_id: int | None = None
+) -> ReviewComment:
+    """A new thread on entry_id, or (parent_id) a reply to a thread: the reply goes on the thread's
+    root, whichever of its comments was answered, and on that thread's entry."""
+    text = _body(body)
+    selectors.entry_require(session=session, entry_id=entry_id)
+    parent = None
+    if parent_id is not None:
+        parent = ReviewComment.objects.filter(session=session, pk=parent_id).first()
+        if parent is None:
+            raise CommentNotFound(f"comment {parent_id} is not a comment of this session", field="parentId")
+        if parent.parent_id is not None:
+            parent = parent.parent
+        assert parent is not None
+        if parent.entry_id != entry_id:
+            raise InvalidRequest("a reply must be on its thread's entry", field="entryId", expected=parent.entry_id)
+    with transaction.atomic():
+        comment = ReviewComment.objects.create(
+            session=session,
+            entry_id=entry_id,
+            parent=parent,
+            author=author,
+            author_username=author.get_username(),
+            body=text,
+            body_html=_render(text),
+            mentions=mentions(session, text),
+        )
+        audit.audit_record(
+            actor=author,
+            action="comment.create",
+            obj_type="comment",
+            obj_id=str(comment.pk),
+            session=session.public_id,
+            after={"entry_id": entry_id, "parent_id": parent.pk if parent else None, "body": text},
+            extra={"mentions": comment.mentions} if comment.mentions else None,
+        )
+        _tell_viewers(session, entry_id, "reply" if parent else "comment")
+    return comment
+
+
+def comment_get_for_user(*, user: User | AnonymousUser, comment_id: int) -> tuple[ReviewComment, Session]:
+    """The comment and its session if user may read the session; CommentNotFound otherwise."""
+    comment = ReviewComment.objects.filter(pk=comment_id).only("session__public_id").select_related("session").first()
+    if comment is None:
+        raise CommentNotFound()
+    try:
+        session = selectors.session_get_for_user(user=user, public_id=comment.session.public_id)
+    except NotFound:
+        raise CommentNotFound() from None
+    return ReviewComment.objects.get(pk=comment_id), session
+
+
+def _may_resolve(user: User, session: Session, root: ReviewComment) -> bool:
+    if root.author_id == user.pk or can(session_access(user, session), "resolve"):
+        return True
+    return ReviewRequest.objects.filter(session=session, requested_by=user).exists()
+
+
+def comment_update(
+    *, comment: ReviewComment, session: Session, user: User, body: Any = None, resolved: bool | None = None
+) -> ReviewComment:
+    """Edit the body (its author only, the old body kept in the audit log) and/or resolve or
+    reopen the comment's thread (see _may_resolve)."""
+    if comment.deleted_at is not None and body is not None:
+        raise SessionConflict("a deleted comment cannot be edited", field="body")
+    if body is not None and comment.author_id != user.pk:
+        raise SessionForbidden("only its author may edit a comment", need="author")
+    if body is not None and not can(session_access(user, session), "review"):
+        raise SessionForbidden(need="review")  # an author who lost the reviewer role
+    root = comment.parent or comment
+    if resolved is not None:
+        if not can(session_access(user, session), "review") and root.author_id != user.pk:
+            raise SessionForbidden(need="review")
+        if not _may_resolve(user, session, root):
+            raise SessionForbidden("only the thread's author, editors, admins or the requester may resolve it")
+    text = _body(body) if body is not None else None
+    with transaction.atomic():
+        if text is not None and text != comment.body:
+            before = comment.body
+            comment.body, comment.body_html = text, _render(text)
+            comment.mentions = mentions(session, text)
+            comment.edited_at = timezone.now()
+            comment.save(update_fields=["body", "body_html", "mentions", "edited_at"])
+            audit.audit_record(
+                actor=user,
+                action="comment.edit",
+                obj_type="comment",
+                obj_id=str(comment.pk),
+                session=session.public_id,
+                before={"body": before},
+                after={"body": text},
+            )
+            _tell_viewers(session, comment.entry_id, "edit")
+        if resolved is not None and resolved != root.resolved:
+            root.resolved = resolved
+            root.save(update_fields=["resolved"])
+            if root.pk == comment.pk:
+                comment.resolved = resolved
+            audit.audit_record(
+                actor=user,
+                action="comment.resolve" if resolved else "comment.reopen",
+                obj_type="comment",
+                obj_id=str(root.pk),
+                session=session.public_id,
+            )
+            _tell_viewers(session, root.entry_id, "resolve" if resolved else "reopen")
+    return comment
+
+
+def comment_delete(*, comment: ReviewComment, session: Session, user: User) -> None:
+    """Soft delete by its author: the row stays as a tombstone (no body), replies stay."""
+    if comment.author_id != user.pk:
+        raise SessionForbidden("only its author may delete a comment", need="author")
+    if not can(session_access(user, session), "review"):
+        raise SessionForbidden(need="review")  # an author who lost the reviewer role
+    if comment.deleted_at is not None:
+        return
+    with transaction.atomic():
+        before = comment.body
+        comment.body, comment.body_html, comment.mentions = "", "", []
+        comment.deleted_at = timezone.now()
+        comment.save(update_fields=["body", "body_html", "mentions", "deleted_at"])
+        audit.audit_record(
+            actor=user,
+            action="comment.delete",
+            obj_type="comment",
+            obj_id=str(comment.pk),
+            session=session.public_id,
+            before={"body": before},
+        )
+        _tell_viewers(session, comment.entry_id, "delete")
+
+
+def comments_of(*, session: Session, within: set[str] | None = None) -> list[ReviewComment]:
+    """The session's comments in thread order (roots and replies by id); within: only on those
+    entries (a branch share's path)."""
+    rows = ReviewComment.objects.filter(session=session).order_by("id")
+    return [c for c in rows if within is None or c.entry_id in within]
+
+
+def threads_by_entry(*, session: Session, entry_ids: list[str]) -> dict[str, list[list[ReviewComment]]]:
+    """The threads on these entries, for the page: entry id -> threads, each its root and then
+    its replies (one indexed query; bodies come rendered)."""
+    rows = ReviewComment.objects.filter(session=session, entry_id__in=entry_ids).order_by("id") if entry_ids else []
+    threads: dict[int, list[ReviewComment]] = {}
+    out: dict[str, list[list[ReviewComment]]] = {}
+    for c in rows:
+        if c.parent_id is None:
+            threads[c.pk] = [c]
+            out.setdefault(c.entry_id, []).append(threads[c.pk])
+        elif c.parent_id in threads:
+            threads[c.parent_id].append(c)
+    return out
+
+
+def tree_marks(*, session: Session) -> dict[str, dict[str, Any]]:
+    """For the tree's rows: entry id -> {"comments": how many live comments, "verdicts": each
+    reviewer's latest verdict kind on that entry}. Two grouped queries, whatever the tree's size."""
+    marks: dict[str, dict[str, Any]] = {}
+    live = ReviewComment.objects.filter(session=session, deleted_at__isnull=True)
+    for entry_id, n in live.values("entry_id").annotate(n=Count("id")).values_list("entry_id", "n"):
+        marks.setdefault(entry_id, {"comments": 0, "verdicts": []})["comments"] = n
+    latest: dict[tuple[str, str], str] = {}
+    rows = (
+        Verdict.objects.filter(session=session).order_by("id").values_list("entry_id", "reviewer_username", "verdict")
+    )
+    for entry_id, who, kind in rows:
+        latest[(entry_id, who)] = kind
+    for (entry_id, _), kind in sorted(latest.items()):
+        marks.setdefault(entry_id, {"comments": 0, "verdicts": []})["verdicts"].append(kind)
+    return marks
+
+
+def comment_out(comment: ReviewComment, resolved_of: dict[int, bool]) -> dict[str, Any]:
+    root = comment.parent_id or comment.pk
+    return {
+        "id": comment.pk,
+        "entryId": comment.entry_id,
+        "parentId": comment.parent_id,
+        "author": comment.author_username,
+        "body": None if comment.deleted_at else comment.body,
+        "created": iso_utc(comment.created_at),
+        "resolved": resolved_of.get(root, False),
+        "edited": comment.edited_at is not None,
+        "deleted": comment.deleted_at is not None,
+    }
+
+
+def comments_json(*, session: Session) -> list[dict[str, Any]]:
+    rows = comments_of(session=session)
+    resolved_of = {c.pk: c.resolved for c in rows if c.parent_id is None}
+    return [comment_out(c, resolved_of) for c in rows]
+
+
+# --- verdicts --------------------------------------------------------------------------------------
+
+
+def _scores(value: Any) -> dict[str, Any]:
+    """Team scores: name -> number, category (string) or boolean."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or len(value) > MAX_SCORES:
+        raise InvalidRequest(f"field 'scores' must be an object of at most {MAX_SCORES} scores", field="scores")
+    for name, score in value.items():
+        if not isinstance(name, str) or not 0 < len(name) <= 100:
+            raise InvalidRequest("score names must be 1 to 100 characters", field="scores")
+        if not isinstance(score, bool | int | float | str) or (isinstance(score, str) and len(score) > 100):
+            raise InvalidRequest(f"score '{name}' must be a number, a boolean or a short category", field="scores")
+    return dict(value)
+
+
+def verdict_create(
+    *, session: Session, reviewer: User, entry_id: str, verdict: str, body: Any = "", scores: Any = None
+) -> Verdict:
+    """The reviewer's verdict on the path from the root to entry_id; it completes their open
+    review requests on the session (and the team's, if they are a member of it)."""
+    if verdict not in VERDICTS:
+        raise InvalidRequest(f"field 'verdict' must be one of {', '.join(VERDICTS)}", field="verdict")
+    note = _body(body if body is not None else "", required=False)
+    parsed = _scores(scores)
+    selectors.entry_require(session=session, entry_id=entry_id)
+    with transaction.atomic():
+        row = Verdict.objects.create(
+            session=session,
+            entry_id=entry_id,
+            reviewer=reviewer,
+            reviewer_username=reviewer.get_username(),
+            verdict=verdict,
+            body=note,
+            body_html=_render(note) if note else "",
+            scores=parsed,
+        )
+        audit.audit_record(
+            actor=reviewer,
+            action="verdict.create",
+            obj_type="verdict",
+            obj_id=str(row.pk),
+            session=session.public_id,
+            after={"entry_id": entry_id, "verdict": verdict, "body": note, "scores": parsed},
+        )
+        open_requests = ReviewRequest.objects.filter(session=session, done_at__isnull=True)
+        mine = open_requests.filter(reviewer=reviewer)
+        if session.team_id is not None:
+            mine = mine | open_requests.filter(team_id=session.team_id)
+        mine.update(done_at=timezone.now(), verdict=row)
+        _tell_viewers(session, entry_id, "verdict")
+    return row
+
+
+def verdict_out(v: Verdict) -> dict[str, Any]:
+    return {
+        "id": v.pk,
+        "entryId": v.entry_id,
+        "reviewer": v.reviewer_username,
+        "verdict": v.verdict,
+        "body": v.body or None,
+        "scores": v.scores,
+        "created": iso_utc(v.created_at),
+    }
+
+
+def verdicts_json(*, session: Session) -> dict[str, Any]:
+    """Every verdict in order, and each reviewer's latest (the one shown)."""
+    rows = list(Verdict.objects.filter(session=session).order_by("id"))
+    latest: dict[str, Verdict] = {}
+    for v in rows:
+        latest[v.reviewer_username] = v
+    return {"reviews": [verdict_out(v) for v in rows], "latest": [verdict_out(v) for v in latest.values()]}
+
+
+# --- review requests -----------------------------------------------------------------------------
+
+
+def request_create(
+    *,
+    session: Session,
+    requester: User,
+    reviewer: str | None = None,
+    team: str | None = None,
+    entry_id: str | None = None,
+) -> ReviewRequest:
+    """Ask a member of the session's team, or the whole team, to review it (or the branch up to
+    entry_id). Only for team sessions; grants nothing."""
+    if session.team_id is None:
+        raise SessionConflict("review requests are only for team sessions; move the session to a team first")
+    if (reviewer is None) == (team is None):
+        raise InvalidRequest("give exactly one of 'reviewer' (a username) or 'team'", field="reviewer")
+    if entry_id is not None:
+        selectors.entry_require(session=session, entry_id=entry_id)
+    target_user = None
+    if reviewer is not None:
+        member = Membership.objects.filter(team_id=session.team_id, user__username=reviewer).select_related("user")
+        found = member.first()
+        if found is None:
+            raise MemberError(f"'{reviewer}' is not a member of this session's team", field="reviewer")
+        target_user = found.user
+    else:
+        assert session.team is not None
+        if team not in (str(session.team.public_id), session.team.name):
+            raise InvalidRequest("a team request goes to the session's own team", field="team")
+    with transaction.atomic():
+        row = ReviewRequest.objects.create(
+            session=session,
+            entry_id=entry_id,
+            requested_by=requester,
+            reviewer=target_user,
+            team_id=None if target_user else session.team_id,
+        )
+        audit.audit_record(
+            actor=requester,
+            action="review_request.create",
+            obj_type="review_request",
+            obj_id=str(row.pk),
+            session=session.public_id,
+            after={"reviewer": reviewer, "team": team, "entry_id": entry_id},
+        )
+    return row
+
+
+def request_out(r: ReviewRequest) -> dict[str, Any]:
+    return {
+        "id": r.pk,
+        "session": r.session.public_id,
+        "sessionName": str(r.session),
+        "entryId": r.entry_id,
+        "reviewer": r.reviewer.get_username() if r.reviewer else None,
+        "team": str(r.team.public_id) if r.team else None,
+        "requestedBy": r.requested_by.get_username() if r.requested_by else None,
+        "created": iso_utc(r.created_at),
+        "done": r.done_at is not None,
+    }
+
+
+def requests_json(*, session: Session) -> list[dict[str, Any]]:
+    rows = ReviewRequest.objects.filter(session=session).select_related("session", "reviewer", "team", "requested_by")
+    return [request_out(r) for r in rows]

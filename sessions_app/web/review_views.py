@@ -1,0 +1,110 @@
+"""Review pages: the queue (/reviews/: what waits for the signed-in user, by section, with counts,
+a section and session filter, and paging) and the inline threads' forms on the session page."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from sessions_app.access import permissions
+from sessions_app.errors import InvalidRequest
+from sessions_app.models import ReviewComment, Session
+from sessions_app.store import review_queue, reviews, selectors
+
+PAGE_SIZE = 20
+TITLES = {
+    "requested": "Requested from me",
+    "threads": "My open threads",
+    "flagged": "Flagged in my teams",
+    "approved": "Recently approved",
+}
+
+
+def _page_number(raw: str | None) -> int:
+    return int(raw) if raw and raw.isdigit() and 0 < int(raw) < 100_000 else 1
+
+
+@require_GET
+@login_required
+def review_queue_page(request: HttpRequest) -> HttpResponse:
+    assert isinstance(request.user, User)
+    raw_section = request.GET.get("section", "")
+    section = next((name for name in review_queue.SECTIONS if name == raw_section), None)
+    session = request.GET.get("session", "").strip()[:200] or None
+    page = _page_number(request.GET.get("page"))
+    queue = review_queue.review_queue(
+        user=request.user, section=section, session=session, offset=(page - 1) * PAGE_SIZE, limit=PAGE_SIZE
+    )
+    sections = [
+        {"name": name, "title": TITLES[name], "count": queue["counts"][name], "items": queue.get(name)}
+        for name in review_queue.SECTIONS
+    ]
+    total = queue["counts"][section] if section else 0
+    base = {k: v for k, v in (("section", section), ("session", session)) if v}
+    context = {
+        "sections": sections,
+        "section": section,
+        "session": session or "",
+        "page": page,
+        "previous": urlencode({**base, "page": page - 1}) if section and page > 1 else "",
+        "next": urlencode({**base, "page": page + 1}) if section and page * PAGE_SIZE < total else "",
+    }
+    return render(request, "reviews/queue.html", context)
+
+
+# --- inline threads on the session page ------------------------------------------------------------
+
+
+def _threads_fragment(request: HttpRequest, session: Session, entry_id: str, anchor: int) -> HttpResponse:
+    """The entry's threads (htmx swaps them in place), or back to the page at the comment."""
+    if request.headers.get("HX-Request") != "true":
+        return redirect(reverse("sessions:detail", args=[session.public_id]) + f"?target={entry_id}#comment-{anchor}")
+    threads = reviews.threads_by_entry(session=session, entry_ids=[entry_id]).get(entry_id, [])
+    can = dict.fromkeys(permissions.session_capabilities(request.user, session), True)
+    context = {"session": session, "entry_id": entry_id, "threads": threads, "can": can}
+    return render(request, "sessions_app/partials/threads.html", context)
+
+
+def _int(raw: str | None, field: str) -> int | None:
+    if not raw:
+        return None
+    if not raw.isdigit():
+        raise InvalidRequest(f"field '{field}' must be a comment id", field=field)
+    return int(raw)
+
+
+@require_POST
+@login_required
+def comment_post(request: HttpRequest, public_id: str) -> HttpResponse:
+    """A new thread on an entry, or a reply (parent)."""
+    session = selectors.session_get_for_user(user=request.user, public_id=public_id, need="review")
+    assert isinstance(request.user, User)
+    entry_id = request.POST.get("entry", "")
+    comment = reviews.comment_create(
+        session=session,
+        author=request.user,
+        entry_id=entry_id,
+        body=request.POST.get("body", ""),
+        parent_id=_int(request.POST.get("parent"), "parent"),
+    )
+    return _threads_fragment(request, session, comment.entry_id, comment.pk)
+
+
+@require_POST
+@login_required
+def comment_resolve(request: HttpRequest, public_id: str) -> HttpResponse:
+    session = selectors.session_get_for_user(user=request.user, public_id=public_id)
+    assert isinstance(request.user, User)
+    comment_id = _int(request.POST.get("comment"), "comment")
+    comment = ReviewComment.objects.filter(session=session, pk=comment_id).first() if comment_id else None
+    if comment is None:
+        raise reviews.CommentNotFound()
+    resolved = request.POST.get("resolved") == "1"
+    reviews.comment_update(comment=comment, session=session, user=request.user, resolved=resolved)
+    return _threads_fragment(request, session, comment.entry_id, comment.pk)
