@@ -10,6 +10,7 @@ from sessions_app.errors import ImportRejected, SessionsError
 api = NinjaAPI(title="piweb", version="1.0.0", auth=[BearerToken(), SignedInCookie()], urls_namespace="api")
 api.add_router("/sessions", "sessions_app.web.api.router")
 api.add_router("/sync", "sessions_app.web.sync_api.router")
+api.add_router("/search", "sessions_app.web.search_api.router")
 
 
 @api.exception_handler(SessionsError)

@@ -1,0 +1,100 @@
+"""Keeping the search index (models.SearchDoc, migration 0012) in step with the entries.
+
+One upkeep: index_session reads the entries past the last indexed one and writes their documents
+(core/searchtext.py). Every write path calls it in its own transaction, after its rows: appends
+and chat turns (services._store), imports and sync increments when published
+(importing/pipeline._publish), forks. Deletes remove a session's documents with its entries
+(services._delete_whole). Idempotent: run twice, it indexes nothing new.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from django.db import connection, transaction
+
+from sessions_app.core.searchtext import entry_docs
+from sessions_app.models import SearchDoc, Session
+
+BATCH = 2000  # entries read per query
+_COLS = ("session_id", "seq", "entry_id", "kind", "role", "tool", "model", "ts_ms", "text")
+_INSERT = f"INSERT INTO sessions_app_searchdoc ({', '.join(_COLS)}) VALUES ({', '.join(['%s'] * len(_COLS))})"
+
+
+def indexed_upto(session_pk: int) -> int:
+    """The seq of the last entry that gave a document (entries after it are read again: cheap,
+    they gave none)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT MAX(seq) FROM sessions_app_searchdoc WHERE session_id = %s", [session_pk])
+        found = cursor.fetchone()
+    return int(found[0] or 0) if found else 0
+
+
+def index_session(session_pk: int) -> int:
+    """Index the session's entries not indexed yet; returns how many documents were written."""
+    written = 0
+    after = indexed_upto(session_pk)
+    with transaction.atomic():
+        while True:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT seq, ts_ms, raw FROM sessions_app_entry WHERE session_id = %s AND seq > %s "
+                    "ORDER BY seq LIMIT %s",
+                    [session_pk, after, BATCH],
+                )
+                found = cursor.fetchall()
+            if not found:
+                return written
+            written += _write(session_pk, found)
+            after = found[-1][0]
+
+
+def _write(session_pk: int, found: list[tuple[Any, ...]]) -> int:
+    rows: list[tuple[Any, ...]] = []
+    labelled: dict[str, int] = {}  # label target -> its row in `rows`, or -1 once cleared: the last one wins
+    for seq, ts_ms, raw in found:
+        data = orjson.loads(raw)
+        docs = entry_docs(data)
+        for doc in docs:
+            if doc.kind == "label":
+                labelled[doc.entry_id] = len(rows)
+            rows.append((session_pk, seq, doc.entry_id, doc.kind, doc.role, doc.tool, doc.model, ts_ms, doc.text))
+        if data.get("type") == "label" and not docs and isinstance(data.get("targetId"), str):
+            labelled[data["targetId"]] = -1  # a label cleared
+    if labelled:
+        # A label set or cleared replaces the one in force before (pi's replay: last one wins).
+        targets = list(labelled)
+        with connection.cursor() as cursor:
+            for start in range(0, len(targets), 500):
+                part = targets[start : start + 500]
+                marks = ", ".join(["%s"] * len(part))
+                cursor.execute(
+                    "DELETE FROM sessions_app_searchdoc WHERE session_id = %s AND kind = 'label' "
+                    f"AND entry_id IN ({marks})",
+                    [session_pk, *part],
+                )
+        keep = set(labelled.values())
+        rows = [r for i, r in enumerate(rows) if r[3] != "label" or i in keep]
+    if rows:
+        with connection.cursor() as cursor:
+            cursor.executemany(_INSERT, rows)
+    return len(rows)
+
+
+def delete_session(session_pk: int) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM sessions_app_searchdoc WHERE session_id = %s", [session_pk])
+
+
+def reindex_all() -> tuple[int, int]:
+    """Rebuild every session's documents: (sessions, documents)."""
+    sessions = documents = 0
+    for pk in Session.objects.filter(staging__isnull=True).order_by("pk").values_list("pk", flat=True).iterator():
+        with transaction.atomic():
+            delete_session(pk)
+            documents += index_session(pk)
+        sessions += 1
+    with transaction.atomic():
+        SearchDoc.objects.exclude(session_id__in=Session.objects.values("pk")).delete()
+    return sessions, documents
