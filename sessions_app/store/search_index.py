@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 from django.db import connection, transaction
 
+from sessions_app.core import jsjson
+from sessions_app.core.listing import storable
 from sessions_app.core.searchtext import entry_docs
 from sessions_app.models import SearchDoc, Session
 
-BATCH = 2000  # entries read per query
+BATCH = 2000  # entries read per query, at most
+BATCH_BYTES = 4_000_000  # about this much line text per query: memory stays bounded on a file of huge lines
 _COLS = ("session_id", "seq", "entry_id", "kind", "role", "tool", "model", "ts_ms", "text")
 _INSERT = f"INSERT INTO sessions_app_searchdoc ({', '.join(_COLS)}) VALUES ({', '.join(['%s'] * len(_COLS))})"
 
@@ -35,31 +37,36 @@ def index_session(session_pk: int) -> int:
     """Index the session's entries not indexed yet; returns how many documents were written."""
     written = 0
     after = indexed_upto(session_pk)
+    size = 50  # the first batch is small; the next ones sized by the lines' length so far
     with transaction.atomic():
         while True:
             with connection.cursor() as cursor:
                 cursor.execute(
                     "SELECT seq, ts_ms, raw FROM sessions_app_entry WHERE session_id = %s AND seq > %s "
                     "ORDER BY seq LIMIT %s",
-                    [session_pk, after, BATCH],
+                    [session_pk, after, size],
                 )
                 found = cursor.fetchall()
             if not found:
                 return written
             written += _write(session_pk, found)
             after = found[-1][0]
+            per_line = max(1, sum(len(r[2]) for r in found) // len(found))
+            size = max(10, min(BATCH, BATCH_BYTES // per_line))
+            del found
 
 
 def _write(session_pk: int, found: list[tuple[Any, ...]]) -> int:
     rows: list[tuple[Any, ...]] = []
     labelled: dict[str, int] = {}  # label target -> its row in `rows`, or -1 once cleared: the last one wins
     for seq, ts_ms, raw in found:
-        data = orjson.loads(raw)
+        data = jsjson.loads(raw)
         docs = entry_docs(data)
         for doc in docs:
             if doc.kind == "label":
                 labelled[doc.entry_id] = len(rows)
-            rows.append((session_pk, seq, doc.entry_id, doc.kind, doc.role, doc.tool, doc.model, ts_ms, doc.text))
+            text, tool, model = storable(doc.text), storable(doc.tool), storable(doc.model)
+            rows.append((session_pk, seq, doc.entry_id, doc.kind, storable(doc.role), tool, model, ts_ms, text))
         if data.get("type") == "label" and not docs and isinstance(data.get("targetId"), str):
             labelled[data["targetId"]] = -1  # a label cleared
     if labelled:
