@@ -226,3 +226,17 @@ def test_thinking_is_searched_only_when_asked(alice):
     a = _add(s, payload, alice)
     assert _found(alice, "secretthought") == set()
     assert _found(alice, "secretthought thinking:yes") == {(s.public_id, a)}
+
+
+def test_reindex_search_command_rebuilds_the_index(alice, talk):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    s, ids = talk
+    SearchDoc.objects.filter(session=s).delete()
+    assert _found(alice, "migration") == set()
+    out = StringIO()
+    call_command("reindex_search", stdout=out)
+    assert "reindexed 1 session(s)" in out.getvalue()
+    assert _found(alice, "migration") == {(s.public_id, ids["r"]), (s.public_id, ids["u2"])}
