@@ -145,6 +145,31 @@ def _like(text: str) -> str:
     return text.replace("%", "")
 
 
+def _where(user: User | AnonymousUser, query: Query) -> tuple[str, str, list[Any], str, list[Any]]:
+    """(FROM, WHERE, params, score expression, score params) of a query among user's sessions."""
+    source, match, params, score = _match(query)
+    readable, readable_params = _readable(user, query)
+    where, filter_params = _filters(query)
+    conditions = [match, f"d.session_id IN ({readable})", *where]
+    score_params = params if score != "0" and connection.vendor != "sqlite" else []
+    return source, " AND ".join(conditions), [*params, *readable_params, *filter_params], score, score_params
+
+
+def matching_sessions(*, user: User | AnonymousUser, q: str) -> list[int]:
+    """The pks of the sessions with a hit for q (the session list's text filter); [] when q asks
+    nothing. A bad filter reads as no match."""
+    try:
+        query = searchtext.parse(q)
+    except QueryError:
+        return []
+    if query.empty or not user.is_authenticated:
+        return []
+    source, where, params, _, _ = _where(user, query)
+    with connection.cursor() as c:
+        c.execute(f"SELECT DISTINCT d.session_id FROM {source} WHERE {where}", params)
+        return [row[0] for row in c.fetchall()]
+
+
 def search(*, user: User | AnonymousUser, q: str, limit: int = 20, cursor: str | None = None) -> Result:
     """The hits of q among the sessions user may read. SearchInvalid (422) for a bad filter or a
     cursor this did not give out."""
@@ -156,19 +181,11 @@ def search(*, user: User | AnonymousUser, q: str, limit: int = 20, cursor: str |
     state = _cursor_in(cursor) if cursor else None
     if query.empty or not user.is_authenticated:
         return Result([], None, True, query)
-    source, match, params, score = _match(query)
-    readable, readable_params = _readable(user, query)
-    where, filter_params = _filters(query)
-    conditions = [match, f"d.session_id IN ({readable})", *where]
-    all_params = [*params, *readable_params, *filter_params]
+    source, where, all_params, score, score_params = _where(user, query)
     if state is not None and state["m"] == "time":
-        conditions.append("(d.ts_ms < %s OR (d.ts_ms = %s AND d.id < %s))")
+        where += " AND (d.ts_ms < %s OR (d.ts_ms = %s AND d.id < %s))"
         all_params += [state["t"], state["t"], state["i"]]
-    sql = (
-        f"SELECT d.id, d.ts_ms, {score} FROM {source} WHERE {' AND '.join(conditions)} "
-        f"ORDER BY d.ts_ms DESC, d.id DESC LIMIT %s"
-    )
-    score_params = params if score != "0" and connection.vendor != "sqlite" else []
+    sql = f"SELECT d.id, d.ts_ms, {score} FROM {source} WHERE {where} ORDER BY d.ts_ms DESC, d.id DESC LIMIT %s"
     with connection.cursor() as c:
         c.execute(sql, [*score_params, *all_params, max(RANK_WINDOW, limit) + 1])
         found: list[tuple[int, int, float]] = c.fetchall()
