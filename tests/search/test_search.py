@@ -240,3 +240,27 @@ def test_reindex_search_command_rebuilds_the_index(alice, talk):
     call_command("reindex_search", stdout=out)
     assert "reindexed 1 session(s)" in out.getvalue()
     assert _found(alice, "migration") == {(s.public_id, ids["r"]), (s.public_id, ids["u2"])}
+
+
+def test_search_page_groups_hits_and_links_to_the_node(alice, alice_client, talk):
+    s, ids = talk
+    html = alice_client.get("/search/", {"q": "migration"}).content.decode()
+    assert f"/sessions/{s.public_id}/?leaf={ids['u2']}&amp;target={ids['u2']}" in html
+    assert html.count('class="search-group"') == 1 and html.count("data-search-hit") == 2
+    assert "<mark>migration</mark>" in html
+    assert "data-header-search" in html  # the header box, Ctrl+K in app.js
+    bad = alice_client.get("/search/", {"q": "after:nope"})
+    assert bad.status_code == 422 and "YYYY-MM-DD" in bad.content.decode()
+
+
+def test_search_page_escapes_session_names_and_snippets(alice, alice_client):
+    s = services.session_create(owner=alice, name="xssname " + " ".join(PAYLOADS))
+    _add(s, user("xssword " + " ".join(PAYLOADS), 1_767_600_000_000), alice)
+    for q in ("xssword", "xssname"):
+        html = alice_client.get("/search/", {"q": q}).content.decode()
+        assert "data-search-hit" in html
+        assert_no_live_payload(html)
+
+
+def test_the_search_page_needs_a_sign_in(client):
+    assert client.get("/search/", {"q": "x"}).status_code == 302
