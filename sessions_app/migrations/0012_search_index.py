@@ -1,7 +1,8 @@
 """Search across sessions: the documents table and the database's full-text index over it.
 
 SQLite: an FTS5 external-content table (the text lives once, in sessions_app_searchdoc), kept in
-step by triggers. PostgreSQL: a generated tsvector column with the 'simple' configuration (no
+step by store/search_index.py with one INSERT ... SELECT per batch: a trigger, run row by row,
+made indexing ten times slower. PostgreSQL: a generated tsvector column with the 'simple' configuration (no
 stemming, no stop words: identifiers and paths stay searchable as written) and a GIN index. Both
 split words at every character but a letter or digit (PostgreSQL's parser would keep a path or a
 file name as one token), so a path is its words in order on either database."""
@@ -15,16 +16,8 @@ from django.db import migrations, models
 SQLITE = [
     "CREATE VIRTUAL TABLE sessions_app_search_fts USING fts5(text, content='sessions_app_searchdoc', "
     "content_rowid='id', tokenize='unicode61 remove_diacritics 2', detail='full')",
-    "CREATE TRIGGER searchdoc_ai AFTER INSERT ON sessions_app_searchdoc BEGIN "
-    "INSERT INTO sessions_app_search_fts(rowid, text) VALUES (new.id, new.text); END",
-    "CREATE TRIGGER searchdoc_ad AFTER DELETE ON sessions_app_searchdoc BEGIN "
-    "INSERT INTO sessions_app_search_fts(sessions_app_search_fts, rowid, text) VALUES ('delete', old.id, old.text); END",
 ]
-SQLITE_REVERSE = [
-    "DROP TRIGGER IF EXISTS searchdoc_ad",
-    "DROP TRIGGER IF EXISTS searchdoc_ai",
-    "DROP TABLE IF EXISTS sessions_app_search_fts",
-]
+SQLITE_REVERSE = ["DROP TABLE IF EXISTS sessions_app_search_fts"]
 POSTGRES = [
     "ALTER TABLE sessions_app_searchdoc ADD COLUMN tsv tsvector "
     "GENERATED ALWAYS AS (to_tsvector('simple', regexp_replace(text, '[\\W_]+', ' ', 'g'))) STORED",

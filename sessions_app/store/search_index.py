@@ -16,11 +16,12 @@ from django.db import connection, transaction
 from sessions_app.core import jsjson
 from sessions_app.core.listing import storable
 from sessions_app.core.searchtext import entry_docs
-from sessions_app.models import SearchDoc, Session
+from sessions_app.models import Session
 
 BATCH = 2000  # entries read per query, at most
 BATCH_BYTES = 4_000_000  # about this much line text per query: memory stays bounded on a file of huge lines
 _COLS = ("session_id", "seq", "entry_id", "kind", "role", "tool", "model", "ts_ms", "text")
+FTS = "sessions_app_search_fts"  # SQLite's FTS5 index over sessions_app_searchdoc (migration 0012)
 _INSERT = f"INSERT INTO sessions_app_searchdoc ({', '.join(_COLS)}) VALUES ({', '.join(['%s'] * len(_COLS))})"
 
 
@@ -72,26 +73,42 @@ def _write(session_pk: int, found: list[tuple[Any, ...]]) -> int:
     if labelled:
         # A label set or cleared replaces the one in force before (pi's replay: last one wins).
         targets = list(labelled)
-        with connection.cursor() as cursor:
-            for start in range(0, len(targets), 500):
-                part = targets[start : start + 500]
-                marks = ", ".join(["%s"] * len(part))
-                cursor.execute(
-                    "DELETE FROM sessions_app_searchdoc WHERE session_id = %s AND kind = 'label' "
-                    f"AND entry_id IN ({marks})",
-                    [session_pk, *part],
-                )
+        for start in range(0, len(targets), 500):
+            part = targets[start : start + 500]
+            marks = ", ".join(["%s"] * len(part))
+            _delete_docs(f"session_id = %s AND kind = 'label' AND entry_id IN ({marks})", [session_pk, *part])
         keep = set(labelled.values())
         rows = [r for i, r in enumerate(rows) if r[3] != "label" or i in keep]
     if rows:
         with connection.cursor() as cursor:
+            before = 0
+            if connection.vendor == "sqlite":
+                cursor.execute("SELECT COALESCE(MAX(id), 0) FROM sessions_app_searchdoc")
+                before = cursor.fetchone()[0]
             cursor.executemany(_INSERT, rows)
+            if connection.vendor == "sqlite":
+                cursor.execute(
+                    f"INSERT INTO {FTS}(rowid, text) SELECT id, text FROM sessions_app_searchdoc WHERE id > %s",
+                    [before],
+                )
     return len(rows)
 
 
-def delete_session(session_pk: int) -> None:
+def _delete_docs(where: str, params: list[Any]) -> None:
+    """Delete documents, and on SQLite their terms from the FTS5 index first (an external-content
+    table is told what it indexed)."""
     with connection.cursor() as cursor:
-        cursor.execute("DELETE FROM sessions_app_searchdoc WHERE session_id = %s", [session_pk])
+        if connection.vendor == "sqlite":
+            cursor.execute(
+                f"INSERT INTO {FTS}({FTS}, rowid, text) SELECT 'delete', id, text FROM sessions_app_searchdoc "
+                f"WHERE {where}",
+                params,
+            )
+        cursor.execute(f"DELETE FROM sessions_app_searchdoc WHERE {where}", params)
+
+
+def delete_session(session_pk: int) -> None:
+    _delete_docs("session_id = %s", [session_pk])
 
 
 def reindex_all() -> tuple[int, int]:
@@ -103,5 +120,5 @@ def reindex_all() -> tuple[int, int]:
             documents += index_session(pk)
         sessions += 1
     with transaction.atomic():
-        SearchDoc.objects.exclude(session_id__in=Session.objects.values("pk")).delete()
+        _delete_docs("session_id NOT IN (SELECT id FROM sessions_app_session)", [])
     return sessions, documents
