@@ -1,8 +1,12 @@
 """Search across every session a user may read (issue 18): the one reader of the search index.
 
-Hits are flat, newest first or ranked: the newest RANK_WINDOW matches are fetched; when that is
-all of them they are put in relevance order (ranked), else they stay in recency order and the
-answer says so (ranking every match of a very common word would cost seconds).
+Hits are flat, ranked or newest first: the RANK_WINDOW most recently indexed matches are fetched;
+when that is all of them they are put in relevance order (ranked), else they stay newest first
+and the answer says so (ranking every match of a very common word would cost seconds).
+"Newest" is the order documents were indexed in (their id): a session's entries in file order,
+an append after everything before it. The full-text index hands matches over in that order, so
+the newest few of a million are found without sorting them all by entry date (15x faster on
+SQLite); an old file imported today counts as new.
 """
 
 from __future__ import annotations
@@ -63,7 +67,7 @@ def _cursor_in(text: str) -> dict[str, Any]:
         raise BadCursor("cursor: not one this API gave out", field="cursor")
     if data["m"] == "rank" and type(data.get("o")) is not int:
         raise BadCursor("cursor: not one this API gave out", field="cursor")
-    if data["m"] == "time" and not (type(data.get("t")) is int and type(data.get("i")) is int):
+    if data["m"] == "time" and type(data.get("i")) is not int:
         raise BadCursor("cursor: not one this API gave out", field="cursor")
     return data
 
@@ -183,9 +187,9 @@ def search(*, user: User | AnonymousUser, q: str, limit: int = 20, cursor: str |
         return Result([], None, True, query)
     source, where, all_params, score, score_params = _where(user, query)
     if state is not None and state["m"] == "time":
-        where += " AND (d.ts_ms < %s OR (d.ts_ms = %s AND d.id < %s))"
-        all_params += [state["t"], state["t"], state["i"]]
-    sql = f"SELECT d.id, d.ts_ms, {score} FROM {source} WHERE {where} ORDER BY d.ts_ms DESC, d.id DESC LIMIT %s"
+        where += " AND d.id < %s"
+        all_params.append(state["i"])
+    sql = f"SELECT d.id, d.ts_ms, {score} FROM {source} WHERE {where} ORDER BY d.id DESC LIMIT %s"
     with connection.cursor() as c:
         c.execute(sql, [*score_params, *all_params, max(RANK_WINDOW, limit) + 1])
         found: list[tuple[int, int, float]] = c.fetchall()
@@ -199,7 +203,7 @@ def search(*, user: User | AnonymousUser, q: str, limit: int = 20, cursor: str |
     else:
         page = found[:limit]
         more = len(found) > limit
-        next_cursor = _cursor_out({"m": "time", "t": page[-1][1], "i": page[-1][0]}) if more and page else None
+        next_cursor = _cursor_out({"m": "time", "i": page[-1][0]}) if more and page else None
         ranked = False
     return Result(_hits([r[0] for r in page], query), next_cursor, ranked, query)
 
