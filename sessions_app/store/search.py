@@ -186,10 +186,12 @@ def search(*, user: User | AnonymousUser, q: str, limit: int = 20, cursor: str |
     if query.empty or not user.is_authenticated:
         return Result([], None, True, query)
     source, where, all_params, score, score_params = _where(user, query)
+    # The same id; on SQLite named as the FTS5 table's rowid, the order it yields matches in.
+    key = "f.rowid" if connection.vendor == "sqlite" and query.has_text else "d.id"
     if state is not None and state["m"] == "time":
-        where += " AND d.id < %s"
+        where += f" AND {key} < %s"
         all_params.append(state["i"])
-    sql = f"SELECT d.id, d.ts_ms, {score} FROM {source} WHERE {where} ORDER BY d.id DESC LIMIT %s"
+    sql = f"SELECT d.id, d.ts_ms, {score} FROM {source} WHERE {where} ORDER BY {key} DESC LIMIT %s"
     with connection.cursor() as c:
         c.execute(sql, [*score_params, *all_params, max(RANK_WINDOW, limit) + 1])
         found: list[tuple[int, int, float]] = c.fetchall()
