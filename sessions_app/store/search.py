@@ -191,12 +191,16 @@ def search(*, user: User | AnonymousUser, q: str, limit: int = 20, cursor: str |
     if state is not None and state["m"] == "time":
         where += f" AND {key} < %s"
         all_params.append(state["i"])
-    sql = f"SELECT d.id, d.ts_ms, {score} FROM {source} WHERE {where} ORDER BY {key} DESC LIMIT %s"
+    sql = f"SELECT {key} FROM {source} WHERE {where} ORDER BY {key} DESC LIMIT %s"
     with connection.cursor() as c:
-        c.execute(sql, [*score_params, *all_params, max(RANK_WINDOW, limit) + 1])
-        found: list[tuple[int, int, float]] = c.fetchall()
+        c.execute(sql, [*all_params, max(RANK_WINDOW, limit) + 1])
+        found = [row[0] for row in c.fetchall()]
+    page: list[int]
     if (state is None and len(found) <= RANK_WINDOW) or (state is not None and state["m"] == "rank"):
-        found.sort(key=lambda r: (r[2], -r[1], -r[0]))
+        # Scored only now, and only these: a score computed for every match of a common word
+        # before the newest were picked would cost most of the query.
+        scores = _scores(source, where, all_params, score, score_params, key, found)
+        found.sort(key=lambda pk: (scores.get(pk, 0.0), -pk))
         offset = state["o"] if state is not None else 0
         page = found[offset : offset + limit]
         more = len(found) > offset + limit
@@ -205,9 +209,24 @@ def search(*, user: User | AnonymousUser, q: str, limit: int = 20, cursor: str |
     else:
         page = found[:limit]
         more = len(found) > limit
-        next_cursor = _cursor_out({"m": "time", "i": page[-1][0]}) if more and page else None
+        next_cursor = _cursor_out({"m": "time", "i": page[-1]}) if more and page else None
         ranked = False
-    return Result(_hits([r[0] for r in page], query), next_cursor, ranked, query)
+    return Result(_hits(page, query), next_cursor, ranked, query)
+
+
+def _scores(
+    source: str, where: str, params: list[Any], score: str, score_params: list[Any], key: str, ids: list[int]
+) -> dict[int, float]:
+    """Relevance of these matches (lower is better), by id; none without words to rank by."""
+    if score == "0" or not ids:
+        return {}
+    marks = ", ".join(["%s"] * len(ids))
+    with connection.cursor() as c:
+        c.execute(
+            f"SELECT {key}, {score} FROM {source} WHERE {where} AND {key} IN ({marks})",
+            [*score_params, *params, *ids],
+        )
+        return {row[0]: float(row[1]) for row in c.fetchall()}
 
 
 def _hits(ids: list[int], query: Query) -> list[Hit]:

@@ -264,3 +264,12 @@ def test_search_page_escapes_session_names_and_snippets(alice, alice_client):
 
 def test_the_search_page_needs_a_sign_in(client):
     assert client.get("/search/", {"q": "x"}).status_code == 302
+
+
+def test_ranked_hits_put_the_most_relevant_first(alice):
+    s = services.session_create(owner=alice, name="rank")
+    best = _add(s, user("kestrel kestrel kestrel", 1_767_600_000_000), alice)
+    _add(s, user("kestrel " + " ".join(f"filler{i}" for i in range(200)), 1_767_600_001_000), alice)
+    result = search.search(user=alice, q="kestrel", limit=5)
+    assert result.ranked is True
+    assert result.hits[0].entry_id == best  # though the other is newer
