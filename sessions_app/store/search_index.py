@@ -9,6 +9,7 @@ and chat turns (services._store), imports and sync increments when published
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from django.db import connection, transaction
@@ -22,7 +23,13 @@ BATCH = 2000  # entries read per query, at most
 BATCH_BYTES = 4_000_000  # about this much line text per query: memory stays bounded on a file of huge lines
 _COLS = ("session_id", "seq", "entry_id", "kind", "role", "tool", "model", "ts_ms", "text")
 FTS = "sessions_app_search_fts"  # SQLite's FTS5 index over sessions_app_searchdoc (migration 0012)
-_INSERT = f"INSERT INTO sessions_app_searchdoc ({', '.join(_COLS)}) VALUES ({', '.join(['%s'] * len(_COLS))})"
+ROWS = 100  # documents per INSERT (9 parameters each: well under SQLite's limit)
+_ONE = "(" + ", ".join(["%s"] * len(_COLS)) + ")"
+
+
+@cache
+def _insert(rows: int) -> str:
+    return f"INSERT INTO sessions_app_searchdoc ({', '.join(_COLS)}) VALUES {', '.join([_ONE] * rows)}"
 
 
 def indexed_upto(session_pk: int) -> int:
@@ -85,7 +92,11 @@ def _write(session_pk: int, found: list[tuple[Any, ...]]) -> int:
             if connection.vendor == "sqlite":
                 cursor.execute("SELECT COALESCE(MAX(id), 0) FROM sessions_app_searchdoc")
                 before = cursor.fetchone()[0]
-            cursor.executemany(_INSERT, rows)
+            # Many rows per statement: one round trip (PostgreSQL) or statement run (SQLite) per
+            # ROWS documents rather than per document.
+            for start in range(0, len(rows), ROWS):
+                chunk = rows[start : start + ROWS]
+                cursor.execute(_insert(len(chunk)), [v for row in chunk for v in row])
             if connection.vendor == "sqlite":
                 cursor.execute(
                     f"INSERT INTO {FTS}(rowid, text) SELECT id, text FROM sessions_app_searchdoc WHERE id > %s",
