@@ -11,6 +11,7 @@ api = NinjaAPI(title="piweb", version="1.0.0", auth=[BearerToken(), SignedInCook
 api.add_router("/sessions", "sessions_app.web.api.router")
 api.add_router("/sync", "sessions_app.web.sync_api.router")
 api.add_router("", "sessions_app.web.review_api.router")  # /sessions/{id}/comments, /comments, /reviews
+api.add_router("/search", "sessions_app.web.search_api.router")
 
 
 @api.exception_handler(SessionsError)

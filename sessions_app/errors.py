@@ -115,3 +115,10 @@ class ExportTooLarge(SessionConflict):
     extra: "entries", "limit" and "jsonl", the URL of its JSONL export, which has no limit."""
 
     default_message = "This session is too large for an HTML export; download it as JSONL instead"
+
+
+class SearchInvalid(SessionsError):
+    """A search query or cursor that cannot be used (a bad date filter, a made-up cursor)."""
+
+    status = 422
+    default_message = "The search could not be read"

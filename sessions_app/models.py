@@ -377,3 +377,28 @@ class ReviewRequest(models.Model):
 
     def __str__(self) -> str:
         return f"review request {self.pk} on {self.session_id}"
+
+
+class SearchDoc(models.Model):
+    """One searchable text of an entry (core/searchtext.py), kept by store/search_index.py. The
+    full-text index over `text` is the database's own (migration 0012): an FTS5 external-content
+    table on SQLite, a tsvector column with a GIN index on PostgreSQL."""
+
+    session = models.ForeignKey(Session, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
+    seq = models.PositiveIntegerField()  # of the entry it comes from (a label's own seq, not its target's)
+    entry_id = models.CharField(max_length=200)  # where a hit lands
+    kind = models.CharField(max_length=16)
+    role = models.CharField(max_length=64, blank=True, default="")
+    tool = models.TextField(blank=True, default="")
+    model = models.TextField(blank=True, default="")
+    ts_ms = models.BigIntegerField()
+    text = models.TextField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["session", "seq"], name="searchdoc_session_seq"),
+            models.Index(fields=["ts_ms"], name="searchdoc_ts"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.entry_id}"

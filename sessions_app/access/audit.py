@@ -62,6 +62,7 @@ SESSION_ACTIONS = (
     "entry.append",
     "leaf.move",
     "label.set",
+    "search",
 )
 SIGNIN_ACTIONS = (
     "signin.ok", "signin.failed", "signin.blocked", "signout", "password_reset.request", "password_reset.limited",

@@ -16,13 +16,14 @@ from typing import Any
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.paginator import Page, Paginator
 from django.db import connection
-from django.db.models import Exists, OuterRef, Q, QuerySet, Value
+from django.db.models import Q, QuerySet, Value
 from django.db.models.functions import Coalesce, Lower, NullIf
 
 from sessions_app.core import treeview as tv
 from sessions_app.core.tree import TEXTLESS_PREFIX, labels_in_force
 from sessions_app.errors import EntryNotFound
 from sessions_app.models import Entry, Session
+from sessions_app.store import search as text_search
 from sessions_app.store import selectors as sel
 from sessions_app.store.batches import in_batches, select_in
 
@@ -495,11 +496,9 @@ def session_list(
     *, user: User | AnonymousUser, search: str = "", label: str = "", sort: str = "modified"
 ) -> QuerySet[Session]:
     sessions = sel.session_list_for_user(user=user)
-    for word in search.split():
-        in_text = Entry.objects.filter(session=OuterRef("pk"), type="message", preview__icontains=word)
-        sessions = sessions.filter(
-            Q(name__icontains=word) | Q(first_message__icontains=word) | Q(public_id__icontains=word) | Exists(in_text)
-        )
+    if search.strip():
+        # The search across sessions (store/search.py) is the one matching rule.
+        sessions = sessions.filter(pk__in=text_search.matching_sessions(user=user, q=search))
     if label:
         sessions = sessions.filter(pk__in=sel.label_texts(sessions=sessions).get(label, set()))
     return sessions.order_by(*SORTS.get(sort, SORTS["modified"]))

@@ -28,7 +28,7 @@ from sessions_app.core.intake import Intake
 from sessions_app.core.tree import Node
 from sessions_app.errors import EntryNotFound, InvalidEntry, SessionConflict, SessionNotFound
 from sessions_app.models import Entry, Session
-from sessions_app.store import rows
+from sessions_app.store import rows, search_index
 from sessions_app.store import selectors as sel
 from sessions_app.store.stored_tree import DbTree
 
@@ -99,9 +99,11 @@ def _store(session: Session, lines: list[piformat.Line], author_id: int | None, 
             cursor.execute(rows.statement(1, vendor=connection.vendor) + " RETURNING id", batch[0])
             entry = Entry.from_db(connection.alias, ["id", *rows.COLUMNS], [cursor.fetchone()[0], *batch[0]])
             entry.created_at = now
-            return entry
-        rows.insert_rows(cursor, batch, vendor=connection.vendor)
-    return None
+        else:
+            entry = None
+            rows.insert_rows(cursor, batch, vendor=connection.vendor)
+    search_index.index_session(session.pk)
+    return entry
 
 
 def _line(data: dict[str, Any], raw: str) -> piformat.Line:
@@ -422,6 +424,7 @@ def _delete_whole(session_pk: int) -> None:
             cursor.execute(sql, [session_pk])
         cursor.execute("DELETE FROM sessions_app_session WHERE id = %s", [session_pk])
         cursor.execute("DELETE FROM sessions_app_entry WHERE session_id = %s", [session_pk])
+    search_index.delete_session(session_pk)
     Session(pk=session_pk).delete()
 
 

@@ -171,3 +171,18 @@ class ReviewRequestIn(Schema):
     reviewer: str | None = None
     team: str | None = None
     entryId: EntryId | None = None
+
+
+class SearchHitOut(Schema):
+    sessionId: str
+    entryId: str
+    snippet: str  # escaped HTML: <mark> is its only markup
+    role: str
+    timestamp: str
+    sessionName: str
+
+
+class SearchOut(Schema):
+    hits: list[SearchHitOut]
+    next: str | None
+    ranked: bool  # whole relevance order; false: newest first (too many matches to rank them all)

@@ -2,13 +2,14 @@ from __future__ import annotations
 
 from django.urls import path
 
-from sessions_app.web import review_views, views
+from sessions_app.web import review_views, search_views, views
 from sessions_app.web.converters import ENTRY_ID
 
 app_name = "sessions"
 
 urlpatterns = [
     path("", views.session_list, name="list"),
+    path("search/", search_views.search_page, name="search"),
     path("import/", views.session_import, name="import"),
     path("import/<str:job_id>/", views.import_progress, name="import_progress"),
     path("sessions/new/", views.session_new, name="new"),

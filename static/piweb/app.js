@@ -591,3 +591,26 @@
     form.addEventListener("submit", function (e) { e.preventDefault(); send(input.files); });
   }
 })();
+
+// Search across sessions: Ctrl+K (Cmd+K) focuses the header box from anywhere ("/" stays the tree
+// search on a session page); on /search/ the arrows or j/k move between hits and Enter opens one.
+(function () {
+  document.addEventListener("keydown", function (ev) {
+    if ((ev.ctrlKey || ev.metaKey) && !ev.altKey && (ev.key === "k" || ev.key === "K")) {
+      var box = document.querySelector("[data-search-page-box]") || document.querySelector("[data-header-search]");
+      if (box) { ev.preventDefault(); box.focus(); box.select(); }
+      return;
+    }
+    var hits = Array.prototype.slice.call(document.querySelectorAll("[data-search-hit]"));
+    if (!hits.length || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    var tag = (ev.target.tagName || "").toLowerCase();
+    var inBox = ev.target.matches && ev.target.matches("[data-search-page-box]");
+    if ((tag === "input" || tag === "textarea" || tag === "select") && !(inBox && ev.key === "ArrowDown")) return;
+    var at = hits.indexOf(document.activeElement);
+    var step = ev.key === "ArrowDown" || ev.key === "j" ? 1 : ev.key === "ArrowUp" || ev.key === "k" ? -1 : 0;
+    if (!step) return;
+    ev.preventDefault();
+    var next = at < 0 ? 0 : Math.max(0, Math.min(hits.length - 1, at + step));
+    hits[next].focus();
+  });
+})();

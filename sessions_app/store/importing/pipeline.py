@@ -67,7 +67,7 @@ from sessions_app.errors import (
     SyncConflict,
 )
 from sessions_app.models import VISIBLE, Session
-from sessions_app.store import checkpoint, rows, services, writelock
+from sessions_app.store import checkpoint, rows, search_index, services, writelock
 from sessions_app.store.importing import gcpause, identity, worker, worker_client
 from sessions_app.store.services import chain_key
 from sessions_app.store.stored_tree import DbTree
@@ -477,6 +477,7 @@ def _publish(
                 with connection.cursor() as cursor:
                     cursor.execute(_COPY, [session.pk, stage.rows_pk])
             session.save(update_fields=_IMPORT_FIELDS)
+        search_index.index_session(session.pk)  # searchable as it becomes visible: never "indexing…"
         _finish(session, owner=owner, size=stored.size, source_path=source_path, created=stage.created, added=added,
                 via="sync" if origin is not None else "import")  # fmt: skip
 

@@ -20,6 +20,7 @@ ROUTES = {
     "/api/sessions/{session_id}/labels": {"post"},
     "/api/sessions/{session_id}/fork": {"post"},
     "/api/sessions/{session_id}/shares": {"post"},
+    "/api/search": {"get"},
     "/api/sync": {"post"},
     "/api/sync/{source_id}": {"get"},
     "/api/sync/{session_id}/lines": {"post"},
@@ -55,7 +56,7 @@ def test_schema_documents_both_authentications(client):
     for ops in schema["paths"].values():
         for op in ops.values():
             assert op["security"], op["operationId"]
-            assert op["tags"] in (["sessions"], ["sync"], ["reviews"])
+            assert op["tags"] in (["sessions"], ["sync"], ["reviews"], ["search"])
 
 
 def test_import_documents_the_multipart_file(client):

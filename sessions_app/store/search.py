@@ -1,0 +1,276 @@
+"""Search across every session a user may read (issue 18): the one reader of the search index.
+
+Hits are flat, ranked or newest first: the RANK_WINDOW most recently indexed matches are fetched;
+when that is all of them they are put in relevance order (ranked), else they stay newest first
+and the answer says so (ranking every match of a very common word would cost seconds).
+"Newest" is the order documents were indexed in (their id): a session's entries in file order,
+an append after everything before it. The full-text index hands matches over in that order, so
+the newest few of a million are found without sorting them all by entry date (15x faster on
+SQLite); an old file imported today counts as new.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from django.contrib.auth.models import AnonymousUser, User
+from django.db import connection
+
+from sessions_app.access import audit
+from sessions_app.core import searchtext
+from sessions_app.core.searchtext import Query, QueryError
+from sessions_app.errors import SearchInvalid
+from sessions_app.models import Session
+from sessions_app.store import selectors
+
+RANK_WINDOW = 500
+MAX_LIMIT = 100
+
+
+class BadCursor(SearchInvalid):
+    pass
+
+
+@dataclass(slots=True)
+class Hit:
+    session_id: str
+    session_name: str
+    entry_id: str
+    leaf_id: str
+    role: str
+    timestamp: str
+    snippet: str
+    kind: str
+
+
+@dataclass(slots=True)
+class Result:
+    hits: list[Hit]
+    next: str | None
+    ranked: bool
+    query: Query
+
+
+def _cursor_out(data: dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps(data)).decode().rstrip("=")
+
+
+def _cursor_in(text: str) -> dict[str, Any]:
+    try:
+        data = orjson.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+    except ValueError:
+        raise BadCursor("cursor: not one this API gave out", field="cursor") from None
+    if not isinstance(data, dict) or data.get("m") not in ("rank", "time"):
+        raise BadCursor("cursor: not one this API gave out", field="cursor")
+    if data["m"] == "rank" and type(data.get("o")) is not int:
+        raise BadCursor("cursor: not one this API gave out", field="cursor")
+    if data["m"] == "time" and type(data.get("i")) is not int:
+        raise BadCursor("cursor: not one this API gave out", field="cursor")
+    return data
+
+
+def _readable(user: User | AnonymousUser, query: Query) -> tuple[str, list[Any]]:
+    """SQL (and its parameters) selecting the pks of the sessions this search may see: the
+    user's own and their teams' (selectors.session_list_for_user), narrowed by team: and session:."""
+    sessions = selectors.session_list_for_user(user=user).order_by()
+    if "team" in query.filters:
+        sessions = sessions.filter(team__name__iexact=query.filters["team"])
+    if "session" in query.filters:
+        sessions = sessions.filter(public_id=query.filters["session"])
+    sql, params = sessions.values("pk").query.sql_with_params()
+    return sql, list(params)
+
+
+def _match(query: Query) -> tuple[str, str, list[Any], str]:
+    """(FROM, WHERE, params, score expression) of the text part of the query, per vendor."""
+    if not query.has_text:
+        return "sessions_app_searchdoc d", "1=1", [], "0"
+    if connection.vendor == "sqlite":
+        return (
+            "sessions_app_search_fts f JOIN sessions_app_searchdoc d ON d.id = f.rowid",
+            "sessions_app_search_fts MATCH %s",
+            [query.fts5()],
+            "bm25(sessions_app_search_fts)",
+        )
+    parts: list[str] = []
+    params: list[Any] = []
+    for word in query.words:
+        parts.append("plainto_tsquery('simple', %s)")
+        params.append(word)
+    for phrase in query.phrases:
+        parts.append("phraseto_tsquery('simple', %s)")
+        params.append(" ".join(phrase))
+    for prefix in query.prefixes:
+        # Word characters only (searchtext.parse): nothing here is tsquery syntax but the ":*".
+        parts.append("to_tsquery('simple', %s)")
+        params.append(f"'{prefix}':*")
+    tsquery = " && ".join(f"({p})" for p in parts)
+    return "sessions_app_searchdoc d", f"d.tsv @@ ({tsquery})", params, f"-ts_rank(d.tsv, ({tsquery}))"
+
+
+def _filters(query: Query) -> tuple[list[str], list[Any]]:
+    where: list[str] = []
+    params: list[Any] = []
+    f = query.filters
+    if f.get("thinking", "").lower() not in ("yes", "include", "only", "true"):
+        where.append("d.kind <> 'thinking'")
+    elif f["thinking"].lower() == "only":
+        where.append("d.kind = 'thinking'")
+    if "role" in f:
+        where.append("LOWER(d.role) = LOWER(%s)")
+        params.append(f["role"])
+    if "tool" in f:
+        where.append("(' ' || LOWER(d.tool) || ' ') LIKE %s")
+        params.append(f"% {_like(f['tool'].lower())} %")
+    if "model" in f:
+        where.append("LOWER(d.model) LIKE %s")
+        params.append(f"%{_like(f['model'].lower())}%")
+    if "label" in f:
+        where.append(
+            "d.entry_id IN (SELECT l.entry_id FROM sessions_app_searchdoc l WHERE l.session_id = d.session_id "
+            "AND l.kind = 'label' AND LOWER(l.text) = LOWER(%s))"
+        )
+        params.append(f["label"])
+    if query.after_ms is not None:
+        where.append("d.ts_ms >= %s")
+        params.append(query.after_ms)
+    if query.before_ms is not None:
+        where.append("d.ts_ms < %s")
+        params.append(query.before_ms)
+    return where, params
+
+
+def _like(text: str) -> str:
+    # LIKE's "%" dropped from a filter value; a "_" (common in tool names) matches itself and any
+    # other character: it can only widen the filter a little.
+    return text.replace("%", "")
+
+
+def _where(user: User | AnonymousUser, query: Query) -> tuple[str, str, list[Any], str, list[Any]]:
+    """(FROM, WHERE, params, score expression, score params) of a query among user's sessions."""
+    source, match, params, score = _match(query)
+    readable, readable_params = _readable(user, query)
+    where, filter_params = _filters(query)
+    conditions = [match, f"d.session_id IN ({readable})", *where]
+    score_params = params if score != "0" and connection.vendor != "sqlite" else []
+    return source, " AND ".join(conditions), [*params, *readable_params, *filter_params], score, score_params
+
+
+def matching_sessions(*, user: User | AnonymousUser, q: str) -> list[int]:
+    """The pks of the sessions with a hit for q (the session list's text filter); [] when q asks
+    nothing. A bad filter reads as no match."""
+    try:
+        query = searchtext.parse(q)
+    except QueryError:
+        return []
+    if query.empty or not user.is_authenticated:
+        return []
+    source, where, params, _, _ = _where(user, query)
+    with connection.cursor() as c:
+        c.execute(f"SELECT DISTINCT d.session_id FROM {source} WHERE {where}", params)
+        return [row[0] for row in c.fetchall()]
+
+
+def search(*, user: User | AnonymousUser, q: str, limit: int = 20, cursor: str | None = None) -> Result:
+    """The hits of q among the sessions user may read. SearchInvalid (422) for a bad filter or a
+    cursor this did not give out."""
+    try:
+        query = searchtext.parse(q)
+    except QueryError as error:
+        raise SearchInvalid(str(error), field="q") from None
+    limit = max(1, min(limit, MAX_LIMIT))
+    state = _cursor_in(cursor) if cursor else None
+    if query.empty or not user.is_authenticated:
+        return Result([], None, True, query)
+    source, where, all_params, score, score_params = _where(user, query)
+    # The same id; on SQLite named as the FTS5 table's rowid, the order it yields matches in.
+    key = "f.rowid" if connection.vendor == "sqlite" and query.has_text else "d.id"
+    if state is not None and state["m"] == "time":
+        where += f" AND {key} < %s"
+        all_params.append(state["i"])
+    sql = f"SELECT {key} FROM {source} WHERE {where} ORDER BY {key} DESC LIMIT %s"
+    with connection.cursor() as c:
+        c.execute(sql, [*all_params, max(RANK_WINDOW, limit) + 1])
+        found = [row[0] for row in c.fetchall()]
+    page: list[int]
+    if (state is None and len(found) <= RANK_WINDOW) or (state is not None and state["m"] == "rank"):
+        # Scored only now, and only these: a score computed for every match of a common word
+        # before the newest were picked would cost most of the query.
+        scores = _scores(source, where, all_params, score, score_params, key, found)
+        found.sort(key=lambda pk: (scores.get(pk, 0.0), -pk))
+        offset = state["o"] if state is not None else 0
+        page = found[offset : offset + limit]
+        more = len(found) > offset + limit
+        next_cursor = _cursor_out({"m": "rank", "o": offset + limit}) if more else None
+        ranked = True
+    else:
+        page = found[:limit]
+        more = len(found) > limit
+        next_cursor = _cursor_out({"m": "time", "i": page[-1]}) if more and page else None
+        ranked = False
+    return Result(_hits(page, query), next_cursor, ranked, query)
+
+
+def _scores(
+    source: str, where: str, params: list[Any], score: str, score_params: list[Any], key: str, ids: list[int]
+) -> dict[int, float]:
+    """Relevance of these matches (lower is better), by id; none without words to rank by."""
+    if score == "0" or not ids:
+        return {}
+    marks = ", ".join(["%s"] * len(ids))
+    with connection.cursor() as c:
+        c.execute(
+            f"SELECT {key}, {score} FROM {source} WHERE {where} AND {key} IN ({marks})",
+            [*score_params, *params, *ids],
+        )
+        return {row[0]: float(row[1]) for row in c.fetchall()}
+
+
+def _hits(ids: list[int], query: Query) -> list[Hit]:
+    if not ids:
+        return []
+    marks = ", ".join(["%s"] * len(ids))
+    with connection.cursor() as c:
+        c.execute(
+            "SELECT d.id, d.session_id, d.entry_id, d.role, d.kind, d.text, e.timestamp "
+            "FROM sessions_app_searchdoc d LEFT JOIN sessions_app_entry e "
+            f"ON e.session_id = d.session_id AND e.entry_id = d.entry_id WHERE d.id IN ({marks})",
+            ids,
+        )
+        rows = {r[0]: r for r in c.fetchall()}
+    sessions = {s.pk: s for s in Session.objects.filter(pk__in={r[1] for r in rows.values()}).only("public_id", "name")}
+    terms = query.highlight_terms()
+    hits: list[Hit] = []
+    for pk in ids:
+        row = rows.get(pk)
+        if row is None or row[1] not in sessions:
+            continue
+        session = sessions[row[1]]
+        hits.append(
+            Hit(
+                session_id=session.public_id,
+                session_name=session.name,
+                entry_id=row[2],
+                leaf_id=row[2],
+                role=row[3] if row[4] != "thinking" else "thinking",
+                timestamp=row[6] or "",
+                snippet=searchtext.snippet(row[5], terms),
+                kind=row[4],
+            )
+        )
+    return hits
+
+
+def search_audited(
+    *, user: User | AnonymousUser, q: str, limit: int = 20, cursor: str | None = None, via: str
+) -> Result:
+    """search, recorded in the audit trail as a read (what was asked, how many hits came back)."""
+    q = q.replace("\x00", "")  # PostgreSQL stores no NUL, even in the audit record
+    result = search(user=user, q=q, limit=limit, cursor=cursor)
+    audit.audit_record(
+        actor=user, action="search", obj_type="search", extra={"q": q[:500], "hits": len(result.hits), "via": via}
+    )
+    return result

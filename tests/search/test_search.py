@@ -1,0 +1,275 @@
+"""Search across sessions (issue 18): what is found where, the query syntax, who sees what, and the
+index kept up to date by every write path. Real services and imports build the data."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from sessions_app.access import teams
+from sessions_app.models import AuditRecord, SearchDoc
+from sessions_app.store import search, search_index, services, shares
+from sessions_app.store.importing import pipeline
+from tests.builders import assistant, entry, header, jsonl, tool_call, tool_result, user
+from tests.xss import PAYLOADS, assert_no_live_payload
+
+pytestmark = pytest.mark.django_db
+
+
+def _add(session: Any, payload: dict[str, Any], owner: Any) -> str:
+    return str(services.entry_append(session=session, payload=payload, author=owner).entry_id)
+
+
+def _api(client: Client, q: str, **params: Any) -> dict[str, Any]:
+    response = client.get("/api/search", {"q": q, **params})
+    assert response.status_code == 200, response.content
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def _found(user: Any, q: str) -> set[tuple[str, str]]:
+    return {(h.session_id, h.entry_id) for h in search.search(user=user, q=q, limit=100).hits}
+
+
+@pytest.fixture
+def talk(alice):
+    """alice's session: a user question, a reply with a bash call, its result, a name."""
+    s = services.session_create(owner=alice, name="cache work", cwd="/w")
+    ids = {
+        "u": _add(s, user("where did we decide to drop the cache layer?", 1_767_600_000_000), alice),
+        "a": _add(s, assistant("we drop it", 1_767_600_001_000, call=tool_call("c1", "rm -rf build/tmp_dir")), alice),
+        "r": _add(s, tool_result("c1", "removed migration_0042.sql", 1_767_600_002_000), alice),
+        "u2": _add(s, user("the migration failed badly", 1_767_600_003_000), alice),
+    }
+    s.refresh_from_db()
+    return s, ids
+
+
+def test_planted_words_in_a_generated_session_are_found_at_their_entry(alice, generated):
+    lines = generated(300, 7).decode().splitlines()
+    planted: dict[str, str] = {}
+    for i, raw in enumerate(lines[1:], start=1):
+        data = json.loads(raw)
+        if data["type"] == "message" and data["message"]["role"] == "user" and len(planted) < 3:
+            word = f"zqplant{len(planted)}x"
+            data["message"]["content"] = [{"type": "text", "text": f"something {word} here"}]
+            lines[i] = json.dumps(data)
+            planted[word] = data["id"]
+    result = pipeline.session_import(owner=alice, data=("\n".join(lines) + "\n").encode())
+    assert len(planted) == 3
+    for word, entry_id in planted.items():
+        assert _found(alice, word) == {(result.session.public_id, entry_id)}
+
+
+def test_all_words_must_match_within_one_entry(alice, talk):
+    s, ids = talk
+    assert _found(alice, "drop cache") == {(s.public_id, ids["u"])}
+    # "drop" is in u and a, "failed" only in u2: no entry has both
+    assert _found(alice, "drop failed") == set()
+
+
+def test_phrases_and_prefixes(alice, talk):
+    s, ids = talk
+    assert _found(alice, '"the migration failed"') == {(s.public_id, ids["u2"])}
+    assert _found(alice, '"failed the migration"') == set()
+    assert _found(alice, "migrat*") == {(s.public_id, ids["r"]), (s.public_id, ids["u2"])}
+
+
+def test_tool_calls_results_and_names_are_searched(alice, talk):
+    s, ids = talk
+    assert _found(alice, '"rm -rf"') == {(s.public_id, ids["a"])}
+    assert _found(alice, "tool:bash rm") == {(s.public_id, ids["a"])}
+    assert _found(alice, "migration_0042") == {(s.public_id, ids["r"])}
+    named = search.search(user=alice, q="work", limit=5).hits  # the session's name, set at creation
+    assert [(h.session_id, h.role) for h in named] == [(s.public_id, "name")]
+
+
+def test_filters(alice, talk):
+    s, ids = talk
+    assert _found(alice, "drop role:assistant") == {(s.public_id, ids["a"])}
+    assert _found(alice, "drop role:user") == {(s.public_id, ids["u"])}
+    assert _found(alice, "drop model:sonnet") == {(s.public_id, ids["a"])}
+    assert _found(alice, "drop model:gpt") == set()
+    assert _found(alice, f"drop session:{s.public_id}") == {(s.public_id, ids["u"]), (s.public_id, ids["a"])}
+    assert _found(alice, "drop session:nope") == set()
+    both = {(s.public_id, ids["u"]), (s.public_id, ids["a"])}
+    today = datetime.now(UTC).date()  # entries are dated when appended
+    tomorrow = today + timedelta(days=1)
+    assert _found(alice, f"drop after:{today} before:{tomorrow}") == both
+    assert _found(alice, f"drop after:{tomorrow}") == set()
+    assert _found(alice, f"drop before:{today}") == set()
+
+
+def test_a_label_hit_lands_on_its_target_and_the_last_label_wins(alice, talk):
+    s, ids = talk
+    services.label_set(session=s, target_id=ids["u2"], label="postmortem", author=alice)
+    assert _found(alice, "postmortem") == {(s.public_id, ids["u2"])}
+    assert _found(alice, "failed label:postmortem") == {(s.public_id, ids["u2"])}
+    services.label_set(session=s, target_id=ids["u2"], label="incident", author=alice)
+    assert _found(alice, "postmortem") == set()
+    assert _found(alice, "incident") == {(s.public_id, ids["u2"])}
+    services.label_set(session=s, target_id=ids["u2"], label=None, author=alice)
+    assert _found(alice, "incident") == set()
+
+
+def test_other_users_and_other_teams_never_appear(django_user_model, alice, bob, talk):
+    s, ids = talk
+    _add(services.session_create(owner=bob, name="bob's"), user("drop cache bob", 1_767_600_000_000), bob)
+    assert {sid for sid, _ in _found(bob, "drop")} != {s.public_id}
+    assert s.public_id not in {sid for sid, _ in _found(bob, "drop cache")}
+    outsider = django_user_model.objects.create_user("outsider", password="x")
+    assert _found(outsider, "drop") == set()
+    core = teams.team_create(name="Core", creator=alice)
+    teams.session_move_to_team(session=s, team=core, actor=alice)
+    assert _found(bob, "migration") == set()  # not a member
+    teams.member_invite(team=core, username="bob", role="viewer", actor=alice)
+    assert (s.public_id, ids["u2"]) in _found(bob, "migration")
+    assert _found(bob, "migration team:core") == _found(bob, "migration")
+    assert _found(bob, "migration team:other") == set()
+
+
+def test_share_links_never_reach_search(alice, talk):
+    s, ids = talk
+    _, token = shares.share_create(session=s, entry_id=ids["u2"], user=alice)
+    anonymous = Client()
+    anonymous.get(f"/s/{token}/")
+    assert anonymous.get("/api/search", {"q": "migration"}).status_code == 401
+
+
+def test_api_contract_paging_and_audit(alice, alice_client):
+    s = services.session_create(owner=alice, name="many")
+    made = [_add(s, user(f"needle number {i}", 1_767_600_000_000 + i * 1000), alice) for i in range(7)]
+    body = _api(alice_client, "needle", limit=3)
+    assert set(body) == {"hits", "next", "ranked"}
+    assert body["ranked"] is True
+    assert set(body["hits"][0]) == {"sessionId", "entryId", "snippet", "role", "timestamp", "sessionName"}
+    seen = [h["entryId"] for h in body["hits"]]
+    while body["next"]:
+        body = _api(alice_client, "needle", limit=3, cursor=body["next"])
+        seen += [h["entryId"] for h in body["hits"]]
+    assert sorted(seen) == sorted(made)
+    assert body["hits"][0]["role"] == "user"
+    assert AuditRecord.objects.filter(action="search").count() >= 3
+
+
+def test_recency_order_when_too_many_to_rank(alice, monkeypatch):
+    monkeypatch.setattr(search, "RANK_WINDOW", 4)
+    s = services.session_create(owner=alice, name="many")
+    made = [_add(s, user(f"common word {i}", 1_767_600_000_000 + i * 1000), alice) for i in range(9)]
+    first = search.search(user=alice, q="common", limit=5)
+    assert first.ranked is False
+    assert [h.entry_id for h in first.hits] == made[::-1][:5]
+    rest = search.search(user=alice, q="common", limit=5, cursor=first.next)
+    assert [h.entry_id for h in rest.hits] == made[::-1][5:]
+    assert rest.next is None
+
+
+@pytest.mark.parametrize("q", ['"', "NEAR(", "*", "a OR", '"unclosed', "AND NOT", "^x", "col:x", "\x00", "(((", "-"])
+def test_hostile_queries_get_a_clean_answer(alice_client, talk, q):
+    response = alice_client.get("/api/search", {"q": q})
+    assert response.status_code == 200, response.content
+    assert isinstance(response.json()["hits"], list)
+
+
+@pytest.mark.parametrize("params", [{"q": "x", "cursor": "!!"}, {"q": "after:yesterday"}, {"q": "x", "cursor": "e30"}])
+def test_bad_cursor_or_filter_is_a_422_saying_what(alice_client, params):
+    response = alice_client.get("/api/search", params)
+    assert response.status_code == 422
+    assert response.json()["extra"]["field"] in ("q", "cursor")
+
+
+def test_snippets_escape_everything_but_mark(alice, alice_client):
+    s = services.session_create(owner=alice, name="x")
+    _add(s, user("xssword " + " ".join(PAYLOADS), 1_767_600_000_000), alice)
+    hits = _api(alice_client, "xssword")["hits"]
+    assert hits
+    for hit in hits:
+        assert "<mark>xssword</mark>" in hit["snippet"]
+        assert_no_live_payload(hit["snippet"].replace("<mark>", "").replace("</mark>", ""))
+        assert "<" not in hit["snippet"].replace("<mark>", "").replace("</mark>", "")
+
+
+def test_upkeep_after_import_reimport_and_delete(alice):
+    first = [header(), entry("e1", None, message=user("alpha import words")["message"])]
+    result = pipeline.session_import(owner=alice, data=jsonl(*first))
+    sid = result.session.public_id
+    assert _found(alice, "alpha") == {(sid, "e1")}
+    more = [*first, entry("e2", "e1", message=user("bravo synced later")["message"])]
+    pipeline.session_import(owner=alice, data=jsonl(*more))  # a re-import (as a sync) adds e2 only
+    assert _found(alice, "bravo") == {(sid, "e2")}
+    assert SearchDoc.objects.filter(session=result.session).count() == 2
+    services.session_delete(session=result.session)
+    assert _found(alice, "alpha") == set()
+    assert not SearchDoc.objects.filter(session_id=result.session.pk).exists()
+
+
+def test_upkeep_after_append_fork_and_reindex(alice, talk):
+    s, _ = talk
+    new = _add(s, assistant("charlie appended", 1_767_600_009_000), alice)
+    assert _found(alice, "charlie") == {(s.public_id, new)}
+    fork = services.session_fork(session=s, entry_id=new, owner=alice)
+    assert (fork.public_id, new) in _found(alice, "charlie")
+    before = _found(alice, "drop")
+    SearchDoc.objects.all().delete()
+    search_index.reindex_all()
+    assert _found(alice, "drop") == before
+
+
+def test_thinking_is_searched_only_when_asked(alice):
+    s = services.session_create(owner=alice, name="t")
+    payload = assistant("visible", 1_767_600_000_000)
+    payload["message"]["content"].insert(0, {"type": "thinking", "thinking": "secretthought"})
+    a = _add(s, payload, alice)
+    assert _found(alice, "secretthought") == set()
+    assert _found(alice, "secretthought thinking:yes") == {(s.public_id, a)}
+
+
+def test_reindex_search_command_rebuilds_the_index(alice, talk):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    s, ids = talk
+    SearchDoc.objects.filter(session=s).delete()
+    assert _found(alice, "migration") == set()
+    out = StringIO()
+    call_command("reindex_search", stdout=out)
+    assert "reindexed 1 session(s)" in out.getvalue()
+    assert _found(alice, "migration") == {(s.public_id, ids["r"]), (s.public_id, ids["u2"])}
+
+
+def test_search_page_groups_hits_and_links_to_the_node(alice, alice_client, talk):
+    s, ids = talk
+    html = alice_client.get("/search/", {"q": "migration"}).content.decode()
+    assert f"/sessions/{s.public_id}/?leaf={ids['u2']}&amp;target={ids['u2']}" in html
+    assert html.count('class="search-group"') == 1 and html.count("data-search-hit") == 2
+    assert "<mark>migration</mark>" in html
+    assert "data-header-search" in html  # the header box, Ctrl+K in app.js
+    bad = alice_client.get("/search/", {"q": "after:nope"})
+    assert bad.status_code == 422 and "YYYY-MM-DD" in bad.content.decode()
+
+
+def test_search_page_escapes_session_names_and_snippets(alice, alice_client):
+    s = services.session_create(owner=alice, name="xssname " + " ".join(PAYLOADS))
+    _add(s, user("xssword " + " ".join(PAYLOADS), 1_767_600_000_000), alice)
+    for q in ("xssword", "xssname"):
+        html = alice_client.get("/search/", {"q": q}).content.decode()
+        assert "data-search-hit" in html
+        assert_no_live_payload(html)
+
+
+def test_the_search_page_needs_a_sign_in(client):
+    assert client.get("/search/", {"q": "x"}).status_code == 302
+
+
+def test_ranked_hits_put_the_most_relevant_first(alice):
+    s = services.session_create(owner=alice, name="rank")
+    best = _add(s, user("kestrel kestrel kestrel", 1_767_600_000_000), alice)
+    _add(s, user("kestrel " + " ".join(f"filler{i}" for i in range(200)), 1_767_600_001_000), alice)
+    result = search.search(user=alice, q="kestrel", limit=5)
+    assert result.ranked is True
+    assert result.hits[0].entry_id == best  # though the other is newer
