@@ -2,17 +2,17 @@ from __future__ import annotations
 
 from django.urls import path
 
-from sessions_app.web import review_views, search_views, views
+from sessions_app.web import list_views, review_views, search_views, views
 from sessions_app.web.converters import ENTRY_ID
 
 app_name = "sessions"
 
 urlpatterns = [
-    path("", views.session_list, name="list"),
+    path("", list_views.session_list, name="list"),
     path("search/", search_views.search_page, name="search"),
-    path("import/", views.session_import, name="import"),
-    path("import/<str:job_id>/", views.import_progress, name="import_progress"),
-    path("sessions/new/", views.session_new, name="new"),
+    path("import/", list_views.session_import, name="import"),
+    path("import/<str:job_id>/", list_views.import_progress, name="import_progress"),
+    path("sessions/new/", list_views.session_new, name="new"),
     path("sessions/<str:public_id>/", views.session_detail, name="detail"),
     path("sessions/<str:public_id>/comments/", review_views.comment_post, name="comment"),
     path("sessions/<str:public_id>/comments/resolve/", review_views.comment_resolve, name="comment_resolve"),

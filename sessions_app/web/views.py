@@ -1,4 +1,5 @@
-"""The htmx UI: session list, import, the session page (tree + conversation) and its actions.
+"""The htmx UI: the session page (tree + conversation) and its actions (the list and import:
+list_views.py).
 
 Views are thin: they check access with selectors.session_get_for_user (404 for anything not the
 user's), read through sessions_app.store.explorer and write only through sessions_app.store.services.
@@ -15,7 +16,6 @@ from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
-from django.db import transaction
 from django.http import (
     Http404,
     HttpRequest,
@@ -28,20 +28,19 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
-from django_htmx.http import HttpResponseClientRedirect, HttpResponseLocation, HttpResponseStopPolling
+from django_htmx.http import HttpResponseClientRedirect, HttpResponseLocation
 from django_htmx.middleware import HtmxDetails
 
-from sessions_app.access import audit, permissions, teams
+from sessions_app.access import audit, permissions
 from sessions_app.access.permissions import Capability
 from sessions_app.core import jsjson, piformat
 from sessions_app.core import treeview as tv
 from sessions_app.core.clock import now_ms
 from sessions_app.core.tree import TEXTLESS_PREFIX, editor_text
-from sessions_app.errors import EntryNotFound, ExportTooLarge, ImportNotFound, InvalidRequest
+from sessions_app.errors import EntryNotFound, ExportTooLarge, InvalidRequest
 from sessions_app.models import Session, ShareLink
 from sessions_app.render import markup
 from sessions_app.store import explorer, reviews, selectors, services, shares
-from sessions_app.store.importing import background
 from sessions_app.web import chat_views, exports, forms, header
 
 P = ParamSpec("P")
@@ -54,7 +53,7 @@ class HtmxHttpRequest(HttpRequest):
 View = Callable[Concatenate[HtmxHttpRequest, P], HttpResponseBase]
 
 
-def _request_user(request: HtmxHttpRequest) -> User:
+def request_user(request: HtmxHttpRequest) -> User:
     assert isinstance(request.user, User)
     return request.user
 
@@ -80,102 +79,6 @@ def session_action(need: Capability) -> Callable[[SessionFunc[...]], View[...]]:
 
 
 # --- session list and import -------------------------------------------------------------------
-
-
-@require_GET
-@vary_on_headers("HX-Request")
-@login_required
-def session_list(request: HtmxHttpRequest) -> HttpResponse:
-    form = forms.ListQueryForm(request.GET)
-    data = form.cleaned_data if form.is_valid() else {}
-    query = {k: data.get(k) or "" for k in ("q", "label", "sort")}
-    sessions = explorer.session_list(
-        user=request.user, search=query["q"], label=query["label"], sort=query["sort"] or "modified"
-    )
-    page = explorer.paginate(sessions, data.get("page"))
-    labels = explorer.labels_by_session(list(page.object_list))
-    context = {
-        "page": page,
-        "rows": [(s, labels.get(s.pk, []), header.when_shown(s)) for s in page.object_list],
-        "query": query,
-        "qs": urlencode({k: v for k, v in query.items() if v}),
-        "form": form,
-        "all_labels": explorer.all_labels(user=request.user),
-        "chat_teams": [
-            t for t, role in teams.team_list_for_user(user=_request_user(request)) if permissions.can(role, "import")
-        ],
-    }
-    if request.htmx and request.htmx.target == "session-table":
-        return render(request, "sessions_app/session_list.html#session-table", context)
-    return render(request, "sessions_app/session_list.html", context)
-
-
-@require_POST
-@login_required
-def session_new(request: HtmxHttpRequest) -> HttpResponse:
-    """The list's "New chat": an empty session (in a team the user may import into, if one is
-    chosen), then its page with the composer focused."""
-    form = forms.NewChatForm(request.POST)
-    if not form.is_valid():
-        return HttpResponseBadRequest("Choose a team or none.")
-    user = _request_user(request)
-    team = form.cleaned_data["team"]
-    with transaction.atomic():
-        into = teams.team_for_import(user=user, public_id=team) if team else None
-        session = services.session_create(owner=user)
-        if into is not None:
-            teams.session_move_to_team(session=session, team=into, actor=user)
-    return redirect(page_url(session) + "#composer")
-
-
-@require_POST
-@login_required
-def session_import(request: HtmxHttpRequest) -> HttpResponse:
-    """Import one or more pi files; each file is accepted or rejected whole, errors with line numbers."""
-    background.require_upload_size(request)  # (before the body is parsed)
-    team = request.POST.get("team", "")
-    into = teams.team_for_import(user=_request_user(request), public_id=team) if team else None
-    uploads = request.FILES.getlist("files")
-    if uploads and request.POST.get("background") == "1":
-        # The page's uploader: each file imports in the background; the answer polls its progress.
-        jobs = [
-            background.job_start(
-                user=_request_user(request), data=background.upload_source(u), name=u.name or "upload.jsonl", into=into
-            )
-            for u in uploads
-        ]
-        return render(request, "sessions_app/import_progress.html", {"jobs": jobs}, status=202)
-    results: list[background.Result] = []
-    for upload in uploads:
-        name = upload.name or "upload.jsonl"
-        source = background.upload_source(upload)
-        try:
-            results.append(background.import_one(user=_request_user(request), data=source, name=name, into=into))
-        finally:
-            source.close()
-    if not results:
-        results.append({"name": "", "ok": False, "message": "Choose one or more .jsonl files.", "errors": []})
-    failed = [r.get("status", 400) for r in results if not r["ok"]]
-    status = max(failed) if failed else 200
-    if request.htmx:
-        return render(request, "sessions_app/session_list.html#import-results", {"results": results}, status=status)
-    return render(request, "sessions_app/import_done.html", {"results": results}, status=status)
-
-
-@require_GET
-@login_required
-def import_progress(request: HtmxHttpRequest, job_id: str) -> HttpResponse:
-    """A background import's progress (polled every 300 ms), then its result. Only its user sees it."""
-    job = background.job_get(user=_request_user(request), job_id=job_id)
-    if job is None and request.htmx:
-        # Unknown (or lost in a restart): tell the poller to stop instead of failing every 300 ms.
-        return HttpResponseStopPolling(
-            '<p class="import-lost">This import is no longer tracked (the server may have restarted). '
-            "Reload the list to see what was imported.</p>"
-        )
-    if job is None:
-        raise ImportNotFound()
-    return render(request, "sessions_app/import_progress.html", {"jobs": [job]})
 
 
 # --- the session page --------------------------------------------------------------------------
@@ -632,7 +535,7 @@ def entry_label(request: HtmxHttpRequest, session: Session) -> HttpResponse:
     d = _entry_form(request, session, forms.LabelForm)
     explorer.entry_row(session, d["entry"])
     label = "" if d.get("clear") else d.get("label", "")
-    services.label_set(session=session, target_id=d["entry"], label=label, author=_request_user(request))
+    services.label_set(session=session, target_id=d["entry"], label=label, author=request_user(request))
     return _go(
         request, page_url(session, leaf=d.get("leaf"), target=d.get("target") or d["entry"], filter=d.get("filter"))
     )
@@ -645,7 +548,7 @@ def entry_fork(request: HtmxHttpRequest, session: Session) -> HttpResponse:
     d = _entry_form(request, session, forms.EntryForm)
     row = explorer.entry_row(session, d["entry"])
     at, takes_text = tv.continue_target(row)
-    fork = services.session_fork(session=session, entry_id=at or row.id, owner=_request_user(request))
+    fork = services.session_fork(session=session, entry_id=at or row.id, owner=request_user(request))
     if takes_text and at is not None:
         entry = selectors.entry_get(session=session, entry_id=row.id)
         request.session[f"draft:{fork.public_id}"] = editor_text(jsjson.loads(entry.raw))
@@ -668,7 +571,7 @@ def entry_append(request: HtmxHttpRequest, session: Session) -> HttpResponse:
             "timestamp": now_ms(),
         },
     }
-    entry = services.entry_append(session=session, payload=payload, author=_request_user(request))
+    entry = services.entry_append(session=session, payload=payload, author=request_user(request))
     request.session.pop(f"draft:{session.public_id}", None)
     return _go(request, page_url(session, leaf=entry.entry_id, target=entry.entry_id))
 
@@ -680,7 +583,7 @@ def session_rename(request: HtmxHttpRequest, session: Session) -> HttpResponse:
     the form closed, or with the form open and its errors; a plain form goes back to the page."""
     form = forms.RenameForm(request.POST)
     if form.is_valid():
-        services.session_rename(session=session, name=form.cleaned_data["name"], author=_request_user(request))
+        services.session_rename(session=session, name=form.cleaned_data["name"], author=request_user(request))
         session.refresh_from_db()
         if not request.htmx:
             return redirect(forms.next_url(request, page_url(session)))
