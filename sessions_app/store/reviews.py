@@ -76,6 +76,16 @@ def _tell_viewers(session: Session, entry_id: str, what: str) -> None:
     events.publish_on_commit(session, events.review_event(session, entry_id=entry_id, what=what))
 
 
+def _comment_done(
+    *, user: User, session: Session, action: str, comment_pk: int, entry_id: str, what: str, **changes: Any
+) -> None:
+    """What every change to a comment ends with: its audit record, then the viewers told."""
+    audit.audit_record(
+        actor=user, action=action, obj_type="comment", obj_id=str(comment_pk), session=session.public_id, **changes
+    )
+    _tell_viewers(session, entry_id, what)
+
+
 def iso_utc(at: datetime) -> str:
     return at.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
@@ -111,16 +121,16 @@ def comment_create(
             body_html=_render(text),
             mentions=mentions(session, text),
         )
-        audit.audit_record(
-            actor=author,
+        _comment_done(
+            user=author,
+            session=session,
             action="comment.create",
-            obj_type="comment",
-            obj_id=str(comment.pk),
-            session=session.public_id,
+            comment_pk=comment.pk,
+            entry_id=entry_id,
+            what="reply" if parent else "comment",
             after={"entry_id": entry_id, "parent_id": parent.pk if parent else None, "body": text},
             extra={"mentions": comment.mentions} if comment.mentions else None,
         )
-        _tell_viewers(session, entry_id, "reply" if parent else "comment")
     return comment
 
 
@@ -167,29 +177,20 @@ def comment_update(
             comment.mentions = mentions(session, text)
             comment.edited_at = timezone.now()
             comment.save(update_fields=["body", "body_html", "mentions", "edited_at"])
-            audit.audit_record(
-                actor=user,
-                action="comment.edit",
-                obj_type="comment",
-                obj_id=str(comment.pk),
-                session=session.public_id,
-                before={"body": before},
-                after={"body": text},
-            )
-            _tell_viewers(session, comment.entry_id, "edit")
+            _comment_done(
+                user=user, session=session, action="comment.edit", comment_pk=comment.pk, entry_id=comment.entry_id,
+                what="edit", before={"body": before}, after={"body": text},
+            )  # fmt: skip
         if resolved is not None and resolved != root.resolved:
             root.resolved = resolved
             root.save(update_fields=["resolved"])
             if root.pk == comment.pk:
                 comment.resolved = resolved
-            audit.audit_record(
-                actor=user,
-                action="comment.resolve" if resolved else "comment.reopen",
-                obj_type="comment",
-                obj_id=str(root.pk),
-                session=session.public_id,
-            )
-            _tell_viewers(session, root.entry_id, "resolve" if resolved else "reopen")
+            what = "resolve" if resolved else "reopen"
+            _comment_done(
+                user=user, session=session, action=f"comment.{what}", comment_pk=root.pk, entry_id=root.entry_id,
+                what=what,
+            )  # fmt: skip
     return comment
 
 
@@ -206,15 +207,10 @@ def comment_delete(*, comment: ReviewComment, session: Session, user: User) -> N
         comment.body, comment.body_html, comment.mentions = "", "", []
         comment.deleted_at = timezone.now()
         comment.save(update_fields=["body", "body_html", "mentions", "deleted_at"])
-        audit.audit_record(
-            actor=user,
-            action="comment.delete",
-            obj_type="comment",
-            obj_id=str(comment.pk),
-            session=session.public_id,
-            before={"body": before},
-        )
-        _tell_viewers(session, comment.entry_id, "delete")
+        _comment_done(
+            user=user, session=session, action="comment.delete", comment_pk=comment.pk, entry_id=comment.entry_id,
+            what="delete", before={"body": before},
+        )  # fmt: skip
 
 
 def comments_of(*, session: Session, within: set[str] | None = None) -> list[ReviewComment]:
