@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qs
 
+from autobahn.exception import Disconnected  # (daphne's websocket library)
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.contrib.auth.models import User
@@ -95,8 +96,12 @@ class SessionConsumer(revoke.AccessRecheck, AsyncWebsocketConsumer):  # type: ig
 
     async def _forward(self, event: Any) -> None:
         handler = self.HANDLERS.get(event.get("type"))
-        if handler is not None:
+        if handler is None:
+            return
+        try:
             await handler(self, event)
+        except Disconnected:  # the client left; until its disconnect is handled the hub still holds it
+            self._leave_hub()
 
     def _leave_hub(self) -> None:
         if self.in_hub:
