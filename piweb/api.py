@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError
 
 from sessions_app.access.api_tokens import BearerToken, SignedInCookie
-from sessions_app.errors import ImportRejected, SessionsError
+from sessions_app.errors import BodyTooLarge, ImportRejected, SessionsError
 
 api = NinjaAPI(title="piweb", version="1.0.0", auth=[BearerToken(), SignedInCookie()], urls_namespace="api")
 api.add_router("/sessions", "sessions_app.web.api.router")
@@ -32,3 +34,9 @@ def unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpRespo
     response = api.create_response(request, body, status=401)
     response["WWW-Authenticate"] = "Bearer"
     return response
+
+
+@api.exception_handler(RequestDataTooBig)
+def body_too_large(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+    """A JSON body over DATA_UPLOAD_MAX_MEMORY_SIZE: 413 with the API's error body, not Django's bare 400."""
+    return sessions_error(request, BodyTooLarge.over(settings.DATA_UPLOAD_MAX_MEMORY_SIZE))

@@ -94,6 +94,20 @@ class ImportTooLarge(ImportRejected):
     status = 413
 
 
+class BodyTooLarge(SessionsError):
+    """A request body over the server's limit for bodies read whole (DATA_UPLOAD_MAX_MEMORY_SIZE)."""
+
+    status = 413
+
+    @classmethod
+    def over(cls, limit_bytes: int) -> BodyTooLarge:
+        return cls(
+            f"The request body is over this server's limit of {limit_bytes / 1048576:g} MiB; "
+            "files go to the import, which takes them a block at a time",
+            limit_bytes=limit_bytes,
+        )
+
+
 # --- 409: the state does not allow it --------------------------------------------------------------------
 
 

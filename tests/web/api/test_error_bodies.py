@@ -20,3 +20,17 @@ def test_a_rejected_import_lists_its_problems_once(alice_client):
     assert [e["line"] for e in body["errors"]] == [2, 3]
     assert "errors" not in json.dumps(body["extra"])
     assert json.dumps(body).count("unexpected character") == 2  # one message per bad line
+
+
+def test_a_json_body_over_the_servers_limit_is_413_with_a_clear_message(alice_client, alice_session, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
+    before = alice_session.entries.count()
+    entry = {"type": "message", "message": {"role": "user", "content": "x" * (2 * 1024 * 1024)}}
+    r = alice_client.post(
+        f"/api/sessions/{alice_session.public_id}/entries", json.dumps(entry), content_type="application/json"
+    )
+    assert r.status_code == 413
+    body = r.json()
+    assert "over this server's limit of 1 MiB" in body["message"]
+    assert body["extra"] == {"limit_bytes": 1024 * 1024}
+    assert alice_session.entries.count() == before  # nothing stored
