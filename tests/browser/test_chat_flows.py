@@ -46,6 +46,8 @@ def test_send_stream_stop_and_a_second_viewer(login, server):
     b = login("dark")
     open_session(a, server, s)
     open_session(b, server, s)
+    for page in (a, b):  # the deployed daphne (debug off) served htmx; the streaming below needs its ws extension
+        assert page.evaluate("typeof htmx") == "object"
     assert a.inner_text("#chat-presence") == "alice" == b.inner_text("#chat-presence")  # one name per user
     shot(a, "chat-empty-light")
 

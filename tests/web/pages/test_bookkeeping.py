@@ -76,7 +76,10 @@ def test_a_rename_is_a_small_note_not_a_card(alice, alice_client):
     html = _page(alice_client, session)
     assert "Renamed: " not in html
     assert re.search(r'class="msg m-rename"[^>]*>\s*<p class="rename-note">.*Renamed to “New name”</p>', html)
-    assert 'class="msg m-marker"' not in html.split('class="msg m-rename"')[1].split("</article>")[0]
+    rename = html.split('class="msg m-rename"')[1].split("</article>")[0]
+    assert 'class="msg m-marker"' not in rename
+    assert "threads" not in rename  # no comment opener under the note: it stays a note, not a card
+    assert "threads" in html.split('class="msg m-user"')[1].split("</article>")[0]  # the owner may comment
 
 
 def test_the_sibling_switcher_looks_through_a_label_that_starts_a_branch(alice, alice_client):
