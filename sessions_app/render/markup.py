@@ -25,6 +25,7 @@ from pygments.util import ClassNotFound  # type: ignore[import-untyped]
 
 from sessions_app.core import jsjson
 from sessions_app.core.tree import content_text, editor_text, js_trim
+from sessions_app.render import tools
 
 TRUNCATE_CHARS = 2000
 TRUNCATE_LINES = 40
@@ -205,7 +206,8 @@ class Block:
     truncated: bool = False
     result: Block | None = None
     is_error: bool = False
-    index: int = 0  # image index within the message
+    index: int = 0  # image index within the message; a tool call's block index
+    path: str = ""  # a built-in tool call's file (render/tools.py)
 
 
 @dataclass(slots=True)
@@ -265,17 +267,22 @@ def _content_blocks(content: Any) -> list[Block]:
             if b["thinking"].strip():
                 blocks.append(Block(kind="thinking", html=markdown(b["thinking"])))
         elif kind == "toolCall":
-            args = b.get("arguments")
-            name = str(b.get("name", "tool"))
-            if name == "bash" and isinstance(args, dict) and isinstance(args.get("command"), str):
-                html = code(args["command"], "bash")
-            else:
-                html = code(pretty_json(args), "json")
-            summary = _call_summary(args)
-            blocks.append(Block(kind="tool_call", name=name, call_id=str(b.get("id", "")), html=html, text=summary))
+            blocks.append(tool_call_block(b, i))
         elif kind == "image" and isinstance(b.get("data"), str):
             blocks.append(Block(kind="image", index=i))
     return blocks
+
+
+def tool_call_block(b: dict[str, Any], index: int, *, full: bool = False) -> Block:
+    """A tool call: pi's built-in tools drawn for a reviewer (render/tools.py), others as their
+    arguments' JSON."""
+    args = b.get("arguments")
+    name = str(b.get("name", "tool"))
+    call_id = str(b.get("id", ""))
+    view = tools.call_view(name, args, full=full)
+    if view is not None:
+        return Block("tool_call", view.html, view.summary, name, call_id, view.truncated, index=index, path=view.path)
+    return Block("tool_call", code(pretty_json(args), "json"), _call_summary(args), name, call_id, index=index)
 
 
 def _call_summary(args: Any) -> str:
@@ -388,6 +395,8 @@ def attach_results(shown: list[Shown]) -> list[Shown]:
         if call is not None and call.result is None:
             call.result = s.blocks[0]
             call.result.name = s.id  # the result entry, for "show all"
+            if call.name == "read" and call.path and not call.result.is_error:
+                call.result.html = tools.excerpt_html(call.result.text, call.path)
             continue
         out.append(s)
     return out

@@ -15,6 +15,7 @@ from sessions_app.access import permissions
 from sessions_app.access.permissions import Capability
 from sessions_app.core import context as ctx
 from sessions_app.core import jsjson
+from sessions_app.core.files_changed import FileChange, files_changed
 from sessions_app.core.tree import Node, labels_in_force
 from sessions_app.errors import EntryNotFound
 from sessions_app.models import BIG_COLUMNS, VISIBLE, Entry, Membership, Session
@@ -89,6 +90,11 @@ def path_nodes(*, session: Session, leaf_id: str, stop_id: str | None = None) ->
         rows = cursor.fetchall()
     rows.sort(key=lambda r: -r[4])
     return [Node(id=r[0], parent_id=r[1], type=r[2], data=jsjson.loads(r[3])) for r in rows]
+
+
+def branch_files(*, session: Session, leaf_id: str) -> list[FileChange]:
+    """The files the path from the root to leaf_id changed (core/files_changed.py has the rules)."""
+    return files_changed(path_nodes(session=session, leaf_id=leaf_id))
 
 
 def session_context(*, session: Session, leaf_id: str | None = None) -> dict[str, Any]:

@@ -21,6 +21,9 @@ urlpatterns = [
     path("s/<str:token>/conversation/earlier/", shared_views.shared_earlier, name="shared_earlier"),
     path(f"s/<str:token>/entries/<{ENTRY_ID}:entry_id>/output/", shared_views.shared_output, name="shared_output"),
     path(
+        f"s/<str:token>/entries/<{ENTRY_ID}:entry_id>/calls/<int:index>/", shared_views.shared_call, name="shared_call"
+    ),
+    path(
         f"s/<str:token>/entries/<{ENTRY_ID}:entry_id>/image/<int:index>/",
         shared_views.shared_image,
         name="shared_image",

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from sessions_app.web import list_views, review_views, search_views, views
+from sessions_app.web import files_views, list_views, review_views, search_views, views
 from sessions_app.web.converters import ENTRY_ID
 
 app_name = "sessions"
@@ -14,12 +14,14 @@ urlpatterns = [
     path("import/<str:job_id>/", list_views.import_progress, name="import_progress"),
     path("sessions/new/", list_views.session_new, name="new"),
     path("sessions/<str:public_id>/", views.session_detail, name="detail"),
+    path("sessions/<str:public_id>/files/", files_views.files_changed, name="files"),
     path("sessions/<str:public_id>/comments/", review_views.comment_post, name="comment"),
     path("sessions/<str:public_id>/comments/resolve/", review_views.comment_resolve, name="comment_resolve"),
     path("sessions/<str:public_id>/tree/gap/", views.tree_gap, name="tree_gap"),
     path("sessions/<str:public_id>/tree/branch/", views.tree_branch, name="tree_branch"),
     path("sessions/<str:public_id>/conversation/earlier/", views.conversation_earlier, name="earlier"),
     path(f"sessions/<str:public_id>/entries/<{ENTRY_ID}:entry_id>/output/", views.entry_output, name="output"),
+    path(f"sessions/<str:public_id>/entries/<{ENTRY_ID}:entry_id>/calls/<int:index>/", views.entry_call, name="call"),
     path(f"sessions/<str:public_id>/entries/<{ENTRY_ID}:entry_id>/image/<int:index>/", views.entry_image, name="image"),
     path("sessions/<str:public_id>/continue/", views.entry_continue, name="continue"),
     path("sessions/<str:public_id>/label/", views.entry_label, name="label"),

@@ -463,6 +463,19 @@ def output_response(request: HtmxHttpRequest, reader: Reader, entry_id: str) -> 
     return render(request, "sessions_app/partials/output.html", {"b": block, "session": reader.session})
 
 
+def call_response(request: HtmxHttpRequest, reader: Reader, entry_id: str, index: int) -> HttpResponse:
+    """A tool call drawn whole (its diff or file uncut): the "Show all" of a long one."""
+    reader.check(entry_id)
+    entry = selectors.entry_get(session=reader.session, entry_id=entry_id)
+    message = jsjson.loads(entry.raw).get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    block = content[index] if isinstance(content, list) and index < len(content) else None
+    if not isinstance(block, dict) or block.get("type") != "toolCall":
+        raise Http404("no such tool call")
+    b = markup.tool_call_block(block, index, full=True)
+    return render(request, "sessions_app/partials/tool_args.html", {"b": b, "session": reader.session})
+
+
 def image_response(request: HtmxHttpRequest, reader: Reader, entry_id: str, index: int) -> HttpResponse:
     reader.check(entry_id)
     entry = selectors.entry_get(session=reader.session, entry_id=entry_id)
@@ -490,6 +503,7 @@ tree_gap = user_read(gap_response)
 tree_branch = user_read(branch_response)
 conversation_earlier = user_read(earlier_response)
 entry_output = user_read(output_response)
+entry_call = user_read(call_response)
 entry_image = user_read(image_response)
 
 

@@ -82,6 +82,9 @@ ENDPOINTS: list[Endpoint] = [
     Endpoint("view.earlier", "get", S + "/conversation/earlier/?before={a1}", "read"),
     Endpoint("view.output", "get", S + "/entries/{a1}/output/", "read"),
     Endpoint("view.image", "get", S + "/entries/{u1}/image/1/", "read"),
+    # a1 holds no tool call: 404 to everyone (the call view itself: tests/web/pages/test_files_changed.py)
+    Endpoint("view.call", "get", S + "/entries/{a1}/calls/0/", "read", (404,)),
+    Endpoint("view.files", "get", S + "/files/?leaf={a2}", "read"),
     Endpoint("view.export_jsonl", "get", S + "/export.jsonl", "read"),
     Endpoint("view.export_html", "get", S + "/export.html", "read"),
     Endpoint("view.continue", "post", S + "/continue/", "branch", (302,), {"entry": "{a1}"}),
