@@ -20,14 +20,13 @@ from django.db.models import Count
 from django.utils import timezone
 
 from sessions_app import events
-from sessions_app.access import audit
+from sessions_app.access import audit, team_scores
 from sessions_app.access.permissions import can, session_access
 from sessions_app.errors import InvalidRequest, MemberError, NotFound, SessionConflict, SessionForbidden
 from sessions_app.models import VERDICTS, Membership, ReviewComment, ReviewRequest, Session, Verdict
 from sessions_app.store import selectors
 
 MAX_BODY = 20_000  # characters of one comment or verdict note
-MAX_SCORES = 20
 _MENTION = re.compile(r"(?<![\w@])@([\w.+-]{1,150})")
 
 
@@ -277,20 +276,6 @@ def comments_json(*, session: Session) -> list[dict[str, Any]]:
 # --- verdicts --------------------------------------------------------------------------------------
 
 
-def _scores(value: Any) -> dict[str, Any]:
-    """Team scores: name -> number, category (string) or boolean."""
-    if value is None:
-        return {}
-    if not isinstance(value, dict) or len(value) > MAX_SCORES:
-        raise InvalidRequest(f"field 'scores' must be an object of at most {MAX_SCORES} scores", field="scores")
-    for name, score in value.items():
-        if not isinstance(name, str) or not 0 < len(name) <= 100:
-            raise InvalidRequest("score names must be 1 to 100 characters", field="scores")
-        if not isinstance(score, bool | int | float | str) or (isinstance(score, str) and len(score) > 100):
-            raise InvalidRequest(f"score '{name}' must be a number, a boolean or a short category", field="scores")
-    return dict(value)
-
-
 def verdict_create(
     *, session: Session, reviewer: User, entry_id: str, verdict: str, body: Any = "", scores: Any = None
 ) -> Verdict:
@@ -299,7 +284,7 @@ def verdict_create(
     if verdict not in VERDICTS:
         raise InvalidRequest(f"field 'verdict' must be one of {', '.join(VERDICTS)}", field="verdict")
     note = _body(body if body is not None else "", required=False)
-    parsed = _scores(scores)
+    parsed = team_scores.scores_check(team_id=session.team_id, value=scores)
     selectors.entry_require(session=session, entry_id=entry_id)
     with transaction.atomic():
         row = Verdict.objects.create(
@@ -378,7 +363,7 @@ def request_create(
         target_user = found.user
     else:
         assert session.team is not None
-        if team not in (str(session.team.public_id), session.team.name):
+        if team not in (session.team.slug, str(session.team.public_id), session.team.name):
             raise InvalidRequest("a team request goes to the session's own team", field="team")
     with transaction.atomic():
         row = ReviewRequest.objects.create(
@@ -406,7 +391,7 @@ def request_out(r: ReviewRequest) -> dict[str, Any]:
         "sessionName": str(r.session),
         "entryId": r.entry_id,
         "reviewer": r.reviewer.get_username() if r.reviewer else None,
-        "team": str(r.team.public_id) if r.team else None,
+        "team": r.team.slug if r.team else None,
         "requestedBy": r.requested_by.get_username() if r.requested_by else None,
         "created": iso_utc(r.created_at),
         "done": r.done_at is not None,
