@@ -182,10 +182,15 @@ def stream_end(event: events.StreamEndEvent) -> str:
 
 
 def review(session: Session, entry_id: str, can: Mapping[str, bool]) -> str:
-    """An entry's threads, redrawn: into #review-live (always on the page), from where app.js
-    moves them over that entry's threads if the entry is shown (an out-of-band swap straight onto
+    """An entry's threads, tree marks and the latest verdicts, redrawn: into #review-live (always on
+    the page), from where app.js moves them over the shown copies (an out-of-band swap straight onto
     an entry that is not shown would be an htmx error)."""
     threads = reviews.threads_by_entry(session=session, entry_ids=[entry_id]).get(entry_id, [])
     context = {"session": session, "entry_id": entry_id, "threads": threads, "can": can}
     html = render_to_string("sessions_app/partials/threads.html", context)
+    # The entry's tree marks and each reviewer's latest verdict go along: app.js places them too.
+    marks = reviews.tree_marks(session=session, entry_ids=[entry_id]).get(entry_id)
+    html += render_to_string("sessions_app/partials/review_marks.html", {"entry_id": entry_id, "marks": marks})
+    latest = {"session": session, "latest": reviews.latest_verdicts(session=session)}
+    html += render_to_string("sessions_app/partials/verdict_latest.html", latest)
     return f'<div id="review-live" hx-swap-oob="innerHTML">{html}</div>'

@@ -234,22 +234,30 @@ def threads_by_entry(*, session: Session, entry_ids: list[str]) -> dict[str, lis
     return out
 
 
-def tree_marks(*, session: Session) -> dict[str, dict[str, Any]]:
+def tree_marks(*, session: Session, entry_ids: list[str] | None = None) -> dict[str, dict[str, Any]]:
     """For the tree's rows: entry id -> {"comments": how many live comments, "verdicts": each
-    reviewer's latest verdict kind on that entry}. Two grouped queries, whatever the tree's size."""
+    reviewer's latest verdict kind on that entry}. Two grouped queries, whatever the tree's size;
+    entry_ids: only those entries' (a live redraw of one row)."""
     marks: dict[str, dict[str, Any]] = {}
     live = ReviewComment.objects.filter(session=session, deleted_at__isnull=True)
+    verdicts = Verdict.objects.filter(session=session)
+    if entry_ids is not None:
+        live, verdicts = live.filter(entry_id__in=entry_ids), verdicts.filter(entry_id__in=entry_ids)
     for entry_id, n in live.values("entry_id").annotate(n=Count("id")).values_list("entry_id", "n"):
         marks.setdefault(entry_id, {"comments": 0, "verdicts": []})["comments"] = n
     latest: dict[tuple[str, str], str] = {}
-    rows = (
-        Verdict.objects.filter(session=session).order_by("id").values_list("entry_id", "reviewer_username", "verdict")
-    )
-    for entry_id, who, kind in rows:
+    for entry_id, who, kind in verdicts.order_by("id").values_list("entry_id", "reviewer_username", "verdict"):
         latest[(entry_id, who)] = kind
     for (entry_id, _), kind in sorted(latest.items()):
         marks.setdefault(entry_id, {"comments": 0, "verdicts": []})["verdicts"].append(kind)
     return marks
+
+
+def commented_entries(*, session: Session) -> set[str]:
+    """Entries with at least one comment thread (the tree's "Commented" filter); a thread whose
+    comments were all deleted still counts: its tombstones are shown."""
+    rows = ReviewComment.objects.filter(session=session, parent__isnull=True).values_list("entry_id", flat=True)
+    return set(rows.distinct())
 
 
 def comment_out(comment: ReviewComment, resolved_of: dict[int, bool]) -> dict[str, Any]:
@@ -326,13 +334,22 @@ def verdict_out(v: Verdict) -> dict[str, Any]:
     }
 
 
-def verdicts_json(*, session: Session) -> dict[str, Any]:
-    """Every verdict in order, and each reviewer's latest (the one shown)."""
-    rows = list(Verdict.objects.filter(session=session).order_by("id"))
+def _latest(rows: list[Verdict]) -> list[Verdict]:
     latest: dict[str, Verdict] = {}
     for v in rows:
         latest[v.reviewer_username] = v
-    return {"reviews": [verdict_out(v) for v in rows], "latest": [verdict_out(v) for v in latest.values()]}
+    return list(latest.values())
+
+
+def latest_verdicts(*, session: Session) -> list[Verdict]:
+    """Each reviewer's latest verdict on the session (the one shown), in the order given."""
+    return _latest(list(Verdict.objects.filter(session=session).order_by("id")))
+
+
+def verdicts_json(*, session: Session) -> dict[str, Any]:
+    """Every verdict in order, and each reviewer's latest (the one shown)."""
+    rows = list(Verdict.objects.filter(session=session).order_by("id"))
+    return {"reviews": [verdict_out(v) for v in rows], "latest": [verdict_out(v) for v in _latest(rows)]}
 
 
 # --- review requests -----------------------------------------------------------------------------

@@ -41,7 +41,7 @@ from sessions_app.errors import EntryNotFound, ExportTooLarge, InvalidRequest
 from sessions_app.models import Session, ShareLink
 from sessions_app.render import markup
 from sessions_app.store import explorer, reviews, selectors, services, shares
-from sessions_app.web import chat_views, exports, forms, header
+from sessions_app.web import chat_views, exports, forms, header, review_views
 
 P = ParamSpec("P")
 
@@ -285,6 +285,7 @@ def detail_context(request: HtmxHttpRequest, reader: Reader, params: dict[str, A
         "self_url": reader.url(leaf=leaf_id, target=target_id, filter=params["mode"]),
         "base_url": reader.base,
         "labels_used": sorted(set(data.labels.values())),
+        "review": None if reader.share else review_views.panel_context(session, anchor=target_id or leaf_id),
         **header.title_context(request, reader),
     }
 
