@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.template.loader import render_to_string
 from django.utils.html import escape
 
@@ -20,7 +21,7 @@ from sessions_app import events
 from sessions_app.core import jsjson
 from sessions_app.models import Entry, Session, StreamingTurn
 from sessions_app.render import markup
-from sessions_app.store import reviews, selectors
+from sessions_app.store import review_queue, reviews, selectors
 
 LOG_LIMIT = 60  # messages drawn in the chat log (the newest on the leaf path)
 HIDDEN_TYPES = frozenset({"label", "custom"})
@@ -194,3 +195,11 @@ def review(session: Session, entry_id: str, can: Mapping[str, bool]) -> str:
     latest = {"session": session, "latest": reviews.latest_verdicts(session=session)}
     html += render_to_string("sessions_app/partials/verdict_latest.html", latest)
     return f'<div id="review-live" hx-swap-oob="innerHTML">{html}</div>'
+
+
+def inbox(user: User, *, queue: bool = False, session: str | None = None) -> str:
+    """The header's inbox badge (open review requests for the user) and, for the queue page
+    (queue), its section counts; each swaps in by id, so only pages that have them are sent them."""
+    counts = review_queue.queue_counts(user=user, session=session) if queue else {}
+    count = counts["requested"] if queue and not session else review_queue.inbox_count(user=user)
+    return render_to_string("reviews/inbox_frame.html", {"count": count, "counts": counts})

@@ -10,7 +10,7 @@ render.markup's, handed over when the app starts (apps.py): the store layer come
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -317,6 +317,7 @@ def verdict_create(
         mine = open_requests.filter(reviewer=reviewer)
         if session.team_id is not None:
             mine = mine | open_requests.filter(team_id=session.team_id)
+        events.inbox_changed_on_commit(_inbox_users(mine))
         mine.update(done_at=timezone.now(), verdict=row)
         _tell_viewers(session, entry_id, "verdict")
     return row
@@ -398,7 +399,24 @@ def request_create(
             session=session.public_id,
             after={"reviewer": reviewer, "team": team, "entry_id": entry_id},
         )
+        events.inbox_changed_on_commit(_inbox_users([row]))
     return row
+
+
+def _inbox_users(rows: Iterable[ReviewRequest]) -> set[int]:
+    """Whose "requested from me" count these requests are in: the reviewer asked, or every member
+    of the team asked (the queue counts a team request for its reviewers and above only; telling
+    the others too costs them a recount, nothing more)."""
+    users: set[int] = set()
+    teams: set[int] = set()
+    for r in rows:
+        if r.reviewer_id is not None:
+            users.add(r.reviewer_id)
+        elif r.team_id is not None:
+            teams.add(r.team_id)
+    if teams:
+        users |= set(Membership.objects.filter(team_id__in=teams).values_list("user_id", flat=True))
+    return users
 
 
 def request_out(r: ReviewRequest) -> dict[str, Any]:
