@@ -24,7 +24,7 @@ from sessions_app.access import audit, team_scores
 from sessions_app.access.permissions import can, session_access
 from sessions_app.errors import InvalidRequest, MemberError, NotFound, SessionConflict, SessionForbidden
 from sessions_app.models import VERDICTS, Membership, ReviewComment, ReviewRequest, Session, Verdict
-from sessions_app.store import selectors
+from sessions_app.store import review_mail, selectors
 
 MAX_BODY = 20_000  # characters of one comment or verdict note
 _MENTION = re.compile(r"(?<![\w@])@([\w.+-]{1,150})")
@@ -130,6 +130,7 @@ def comment_create(
             after={"entry_id": entry_id, "parent_id": parent.pk if parent else None, "body": text},
             extra={"mentions": comment.mentions} if comment.mentions else None,
         )
+        review_mail.mentioned(comment=comment, session=session, author=author, names=comment.mentions)
     return comment
 
 
@@ -171,9 +172,11 @@ def comment_update(
     text = _body(body) if body is not None else None
     with transaction.atomic():
         if text is not None and text != comment.body:
-            before = comment.body
+            before, mentioned_before = comment.body, set(comment.mentions)
             comment.body, comment.body_html = text, _render(text)
             comment.mentions = mentions(session, text)
+            new_names = [n for n in comment.mentions if n not in mentioned_before]  # mailed once
+            review_mail.mentioned(comment=comment, session=session, author=user, names=new_names)
             comment.edited_at = timezone.now()
             comment.save(update_fields=["body", "body_html", "mentions", "edited_at"])
             _comment_done(
@@ -400,6 +403,7 @@ def request_create(
             after={"reviewer": reviewer, "team": team, "entry_id": entry_id},
         )
         events.inbox_changed_on_commit(_inbox_users([row]))
+        review_mail.request_made(request=row, session=session, requester=requester)
     return row
 
 

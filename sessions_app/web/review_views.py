@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 from sessions_app.access import permissions, team_scores
 from sessions_app.errors import InvalidRequest
 from sessions_app.models import ReviewComment, ScoreConfig, Session
-from sessions_app.store import review_queue, reviews, selectors
+from sessions_app.store import review_mail, review_queue, reviews, selectors
 
 PAGE_SIZE = 20
 TITLES = {
@@ -56,8 +56,19 @@ def review_queue_page(request: HttpRequest) -> HttpResponse:
         "page": page,
         "previous": urlencode({**base, "page": page - 1}) if section and page > 1 else "",
         "next": urlencode({**base, "page": page + 1}) if section and page * PAGE_SIZE < total else "",
+        "emails": review_mail.enabled(),
+        "emails_off": review_mail.opted_out(request.user),
     }
     return render(request, "reviews/queue.html", context)
+
+
+@require_POST
+@login_required
+def review_email_choice(request: HttpRequest) -> HttpResponse:
+    """The signed-in user's own choice: review emails (requests, mentions) on or off."""
+    assert isinstance(request.user, User)
+    review_mail.opt_out_set(user=request.user, off=request.POST.get("emails") != "on")
+    return redirect("reviews")
 
 
 # --- inline threads on the session page ------------------------------------------------------------
