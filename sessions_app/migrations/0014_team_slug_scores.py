@@ -33,7 +33,9 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.AddField(model_name="team", name="slug", field=models.SlugField(max_length=100, null=True)),
+        # Plain and unindexed first: a SlugField here would make the "_like" index that the unique
+        # slug below makes again (PostgreSQL: DuplicateTable).
+        migrations.AddField(model_name="team", name="slug", field=models.CharField(max_length=100, null=True)),
         migrations.RunPython(fill_slugs, migrations.RunPython.noop),
         migrations.AlterField(model_name="team", name="slug", field=models.SlugField(max_length=100, unique=True)),
         migrations.CreateModel(
