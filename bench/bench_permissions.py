@@ -76,7 +76,7 @@ def main() -> None:
         Team.objects.filter(name__startswith="bp-").delete()
     users = User.objects.bulk_create([User(username=f"bp-{i}") for i in range(1000)])
     users = list(User.objects.filter(username__startswith="bp-").order_by("pk"))
-    teams = Team.objects.bulk_create([Team(name=f"bp-{i}") for i in range(1000)])
+    teams = Team.objects.bulk_create([Team(name=f"bp-{i}", slug=f"bp-{i}") for i in range(1000)])
     teams = list(Team.objects.filter(name__startswith="bp-").order_by("pk"))
     Membership.objects.bulk_create(
         [

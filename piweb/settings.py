@@ -327,6 +327,11 @@ EMAIL_HOST_PASSWORD = unquote(_MAIL.password or "")
 EMAIL_TIMEOUT = 10
 PIWEB_PASSWORD_RESET = bool(_EMAIL_URL)
 DEFAULT_FROM_EMAIL = env_str("PIWEB_EMAIL_FROM", "piweb@localhost")
+# Review emails (store/review_mail.py: review requests, @mentions): on when email is configured, as
+# password reset decides; PIWEB_REVIEW_EMAILS=false switches them off. PIWEB_SITE_URL makes their
+# links absolute (https://piweb.example.com); unset, they carry the path only.
+PIWEB_REVIEW_EMAILS = env_bool("PIWEB_REVIEW_EMAILS", bool(_EMAIL_URL))
+PIWEB_SITE_URL = env_str("PIWEB_SITE_URL", "").rstrip("/")
 # Reset requests counted in the cache per client IP and per address, in a window from the first.
 PIWEB_PASSWORD_RESET_MAX_PER_CLIENT = env_int("PIWEB_PASSWORD_RESET_MAX_PER_CLIENT", 10)
 PIWEB_PASSWORD_RESET_MAX_PER_ADDRESS = env_int("PIWEB_PASSWORD_RESET_MAX_PER_ADDRESS", 3)

@@ -8,7 +8,7 @@ from piweb.api import api
 from sessions_app.access import password_reset as reset
 from sessions_app.access.signin import SignInView
 from sessions_app.web.health import favicon, healthz
-from sessions_app.web.review_views import review_queue_page
+from sessions_app.web.review_views import review_email_choice, review_queue_page
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
@@ -26,6 +26,7 @@ urlpatterns = [
     path("accounts/reset/done/", reset.ResetCompleteView.as_view(), name="password_reset_complete"),
     path("audit/", include("sessions_app.web.audit_urls")),
     path("reviews/", review_queue_page, name="reviews"),
+    path("reviews/email/", review_email_choice, name="review_email"),
     path("", include("sessions_app.web.urls")),
     path("", include("sessions_app.web.chat_urls")),
     path("", include("sessions_app.web.settings_urls")),

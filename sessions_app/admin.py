@@ -143,9 +143,9 @@ class MembershipInline(AuditorView, admin.TabularInline[Membership, Team]):
 
 @admin.register(Team)
 class TeamAdmin(AuditorView, admin.ModelAdmin[Team]):
-    list_display = ("name", "public_id", "members", "created_at")
-    search_fields = ("name", "=public_id", "memberships__user__username")
-    readonly_fields = ("name", "public_id", "created_at")
+    list_display = ("name", "slug", "public_id", "members", "created_at")
+    search_fields = ("name", "=slug", "=public_id", "memberships__user__username")
+    readonly_fields = ("name", "slug", "public_id", "created_at")
     inlines = (MembershipInline,)
 
     @admin.display(description="members")

@@ -17,8 +17,11 @@ string. Events travel through fanout.py: to each server process once, then to it
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Literal, NotRequired, TypedDict
 
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
 from django.db import transaction
 
 from sessions_app import fanout
@@ -180,3 +183,29 @@ def changed_event(session: Session, reason: str) -> ChangedEvent:
 
 def review_event(session: Session, *, entry_id: str, what: str) -> ReviewEvent:
     return {"type": "session.review", "session": session.public_id, "entry_id": entry_id, "what": what}
+
+
+# --- a user's inbox (review requests for them) -------------------------------------------------
+
+
+def inbox_group(user_id: int) -> str:
+    return f"inbox.{user_id}"
+
+
+def _inbox_send(user_ids: list[int]) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    for user_id in user_ids:
+        try:
+            async_to_sync(layer.group_send)(inbox_group(user_id), {"type": "inbox.changed"})
+        except Exception:  # the write has committed; a lost notice only leaves a badge stale
+            log.exception("publishing inbox.changed to user %s failed", user_id)
+
+
+def inbox_changed_on_commit(user_ids: Iterable[int]) -> None:
+    """After commit: these users' inbox sockets recount (live/consumers.InboxConsumer). The event
+    carries nothing: each socket counts what its own user may see."""
+    ids = sorted(set(user_ids))
+    if ids:
+        transaction.on_commit(lambda: _inbox_send(ids))

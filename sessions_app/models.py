@@ -198,6 +198,7 @@ class Team(models.Model):
 
     public_id = models.UUIDField(default=uuid4, unique=True, editable=False)
     name = models.CharField(max_length=100)
+    slug = models.SlugField(max_length=100, unique=True)  # from the name (access/teams.py), admins edit it
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
@@ -349,6 +350,33 @@ class Verdict(models.Model):
         return f"{self.verdict} on {self.entry_id}"
 
 
+SCORE_KINDS = ("numeric", "categorical", "boolean")
+
+
+class ScoreConfig(models.Model):
+    """A score a team's verdicts may carry (like Langfuse's score configs): numeric within
+    [min_value, max_value] (either bound optional), categorical (one of choices) or boolean."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="score_configs")
+    name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=12, choices=[(k, k) for k in SCORE_KINDS])
+    min_value = models.FloatField(null=True, blank=True)
+    max_value = models.FloatField(null=True, blank=True)
+    choices = models.JSONField(default=list, blank=True)  # the categories, for categorical
+    description = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["team", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "name"], name="score_config_unique_name"),
+            models.CheckConstraint(condition=models.Q(kind__in=SCORE_KINDS), name="score_config_kind_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} score {self.name}"
+
+
 class ReviewRequest(models.Model):
     """A request that a team member (reviewer) or the whole team (team) review a team session, or
     the branch up to entry_id. Grants nothing: the reviewer reads the session through their role.
@@ -377,6 +405,16 @@ class ReviewRequest(models.Model):
 
     def __str__(self) -> str:
         return f"review request {self.pk} on {self.session_id}"
+
+
+class ReviewEmailOptOut(models.Model):
+    """A user who wants no review emails (requests, mentions): the row's presence is the choice."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"no review emails for {self.user_id}"
 
 
 class SearchDoc(models.Model):

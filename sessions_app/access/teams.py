@@ -9,9 +9,12 @@ their share links on it for good (revoke.share_links_revoke_lost).
 
 from __future__ import annotations
 
+import re
+
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils.text import slugify
 
 from sessions_app.access import audit, permissions, revoke
 from sessions_app.access.permissions import Role
@@ -38,6 +41,40 @@ def team_for_import(*, user: User, public_id: str) -> Team:
     return team
 
 
+def team_slug(name: str) -> str:
+    """A free slug from a team name: slugified, then -2, -3... if another team has it."""
+    base = (slugify(name) or "team")[:90]
+    taken = set(Team.objects.filter(slug__startswith=base).values_list("slug", flat=True))
+    slug, n = base, 1
+    while slug in taken:
+        n += 1
+        slug = f"{base}-{n}"
+    return slug
+
+
+_SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
+
+@transaction.atomic
+def team_slug_set(*, team: Team, slug: str, actor: User) -> Team:
+    """An admin renames the team's slug: lowercase letters, digits and single hyphens, unique."""
+    permissions.team_require(user=actor, team_id=team.pk, need="manage")
+    slug = slug.strip().lower()
+    if not (0 < len(slug) <= 100 and _SLUG.fullmatch(slug)):
+        raise MemberError("A slug is lowercase letters, digits and single hyphens (at most 100)", field="slug")
+    if slug == team.slug:
+        return team
+    if Team.objects.filter(slug=slug).exclude(pk=team.pk).exists():
+        raise SessionConflict(f"Another team already has the slug {slug!r}", field="slug")
+    before, team.slug = team.slug, slug
+    team.save(update_fields=["slug"])
+    audit.audit_record(
+        action="team.slug_set", actor=actor, obj_type="team", obj_id=str(team.public_id),
+        before={"slug": before}, after={"slug": slug},
+    )  # fmt: skip
+    return team
+
+
 def team_list_for_user(*, user: User) -> list[tuple[Team, Role]]:
     rows = Membership.objects.filter(user_id=user.pk).select_related("team").order_by("team__name", "team_id")
     return [(m.team, Role(m.role)) for m in rows]
@@ -49,7 +86,7 @@ def team_create(*, name: str, creator: User) -> Team:
     name = name.strip()
     if not name:
         raise MemberError("A team needs a name", field="name")
-    team = Team.objects.create(name=name[:100])
+    team = Team.objects.create(name=name[:100], slug=team_slug(name[:100]))
     Membership.objects.create(team=team, user=creator, role=Role.ADMIN)
     audit.audit_record(
         action="team.create", actor=creator, obj_type="team", obj_id=str(team.public_id), after={"name": team.name}

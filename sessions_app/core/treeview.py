@@ -17,12 +17,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
-FILTERS = ("default", "no-tools", "user-only", "labeled-only", "all")
+FILTERS = ("default", "no-tools", "user-only", "labeled-only", "commented", "all")
 FILTER_LABELS = {
     "default": "Default",
     "no-tools": "No tools",
     "user-only": "User only",
     "labeled-only": "Labelled",
+    "commented": "Commented",
     "all": "All",
 }
 # Entry types pi's default /tree filter hides.
@@ -97,14 +98,16 @@ def path_to(sk: Skeleton, node_id: str | None) -> list[str]:
 
 
 def is_visible(row: Row, mode: str, labels: Mapping[str, str]) -> bool:
-    """pi's /tree filters (tree-selector.ts), for a node that is not the current leaf."""
+    """pi's /tree filters (tree-selector.ts), for a node that is not the current leaf, and piweb's
+    "commented". labels: the entries the marking filters keep (labelled; for "commented", those
+    with review threads: store/explorer.filter_marks)."""
     if row.empty_assistant:
         return False
     if mode == "all":
         return True
     if mode == "user-only":
         return row.type == "message" and row.role == "user"
-    if mode == "labeled-only":
+    if mode in ("labeled-only", "commented"):
         return row.id in labels
     if row.type in DEFAULT_HIDDEN:
         return False

@@ -210,3 +210,41 @@ class SessionConsumer(revoke.AccessRecheck, AsyncWebsocketConsumer):  # type: ig
         "session.presence": session_presence,
         "access.recheck": revoke.AccessRecheck.access_recheck,
     }
+
+
+class InboxConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
+    """/ws/inbox/: one per signed-in page, push-only. Sends the user's inbox badge (and, from the
+    queue page, ?queue=1[&session=<id>], its section counts) on connect and again whenever a review
+    request for them is made or done (events.inbox_changed_on_commit). The event names no data:
+    each socket counts only what its own user may see, so nothing leaks between users."""
+
+    group: str = ""
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close()
+            return
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        self.queue = query.get("queue") == ["1"]
+        self.session_filter = (query.get("session") or [""])[0][:200] or None
+        self.group = events.inbox_group(user.pk)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        await self.inbox_changed({})
+
+    async def disconnect(self, code: int) -> None:
+        if self.group:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def inbox_changed(self, event: dict[str, Any]) -> None:
+        user = self.scope["user"]
+        if not await database_sync_to_async(_still_active)(user.pk):
+            await self.close()
+            return
+        html = await database_sync_to_async(frames.inbox)(user, queue=self.queue, session=self.session_filter)
+        await self.send(text_data=html)
+
+
+def _still_active(user_id: int) -> bool:
+    return User.objects.filter(pk=user_id, is_active=True).exists()

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.template.loader import render_to_string
 from django.utils.html import escape
 
@@ -20,7 +21,7 @@ from sessions_app import events
 from sessions_app.core import jsjson
 from sessions_app.models import Entry, Session, StreamingTurn
 from sessions_app.render import markup
-from sessions_app.store import reviews, selectors
+from sessions_app.store import review_queue, reviews, selectors
 
 LOG_LIMIT = 60  # messages drawn in the chat log (the newest on the leaf path)
 HIDDEN_TYPES = frozenset({"label", "custom"})
@@ -182,10 +183,23 @@ def stream_end(event: events.StreamEndEvent) -> str:
 
 
 def review(session: Session, entry_id: str, can: Mapping[str, bool]) -> str:
-    """An entry's threads, redrawn: into #review-live (always on the page), from where app.js
-    moves them over that entry's threads if the entry is shown (an out-of-band swap straight onto
+    """An entry's threads, tree marks and the latest verdicts, redrawn: into #review-live (always on
+    the page), from where app.js moves them over the shown copies (an out-of-band swap straight onto
     an entry that is not shown would be an htmx error)."""
     threads = reviews.threads_by_entry(session=session, entry_ids=[entry_id]).get(entry_id, [])
     context = {"session": session, "entry_id": entry_id, "threads": threads, "can": can}
     html = render_to_string("sessions_app/partials/threads.html", context)
+    # The entry's tree marks and each reviewer's latest verdict go along: app.js places them too.
+    marks = reviews.tree_marks(session=session, entry_ids=[entry_id]).get(entry_id)
+    html += render_to_string("sessions_app/partials/review_marks.html", {"entry_id": entry_id, "marks": marks})
+    latest = {"session": session, "latest": reviews.latest_verdicts(session=session)}
+    html += render_to_string("sessions_app/partials/verdict_latest.html", latest)
     return f'<div id="review-live" hx-swap-oob="innerHTML">{html}</div>'
+
+
+def inbox(user: User, *, queue: bool = False, session: str | None = None) -> str:
+    """The header's inbox badge (open review requests for the user) and, for the queue page
+    (queue), its section counts; each swaps in by id, so only pages that have them are sent them."""
+    counts = review_queue.queue_counts(user=user, session=session) if queue else {}
+    count = counts["requested"] if queue and not session else review_queue.inbox_count(user=user)
+    return render_to_string("reviews/inbox_frame.html", {"count": count, "counts": counts})

@@ -23,6 +23,7 @@ from sessions_app.core import treeview as tv
 from sessions_app.core.tree import TEXTLESS_PREFIX, labels_in_force
 from sessions_app.errors import EntryNotFound
 from sessions_app.models import Entry, Session
+from sessions_app.store import reviews
 from sessions_app.store import search as text_search
 from sessions_app.store import selectors as sel
 from sessions_app.store.batches import in_batches, select_in
@@ -37,7 +38,7 @@ _EMPTY = (
 )
 _COLS = f"e.entry_id, e.parent_id, e.ts_ms, e.type, e.role, {_EMPTY}, e.depth, e.preview"
 
-WALK_LIMIT = {"default": 400, "no-tools": 400, "all": 300, "user-only": 1500, "labeled-only": 1500}
+WALK_LIMIT = {"default": 400, "no-tools": 400, "all": 300, "user-only": 1500, "labeled-only": 1500, "commented": 1500}
 MAX_WALK = 20000
 BELOW_LIMIT = 400
 FULL_TREE = 2000  # sessions up to this many entries are drawn whole
@@ -243,6 +244,14 @@ class Page_:
     labels: dict[str, str]
 
 
+def filter_marks(session: Session, mode: str, labels: dict[str, str]) -> dict[str, str]:
+    """The entries a marking filter keeps (tv.is_visible): the labelled ones, or for "commented"
+    those with review threads. Share links never ask for "commented" (web/views.Reader.mode)."""
+    if mode != "commented":
+        return labels
+    return dict.fromkeys(reviews.commented_entries(session=session), "")
+
+
 def page(session: Session, *, place: Place, mode: str, search: str = "", scope: Container[str] | None = None) -> Page_:
     """Everything the session page draws; with a scope (a share link's), only entries in it."""
     labels = sel.labels(session=session, within=scope)
@@ -255,7 +264,10 @@ def page(session: Session, *, place: Place, mode: str, search: str = "", scope: 
         gap = max(0, place.leaf.depth - place.target.depth) + BOOKKEEPING_WALK
         walk = min(MAX_WALK, gap + max(WALK_LIMIT.get(mode, 400), CONV_BEFORE + 1))
         path = list(reversed(walk_up(session, place.path_end or place.leaf.id, walk)))
-        tree = tree_panel(session, path=path, place=place, mode=mode, labels=labels, search=search, scope=scope)
+        marks = filter_marks(session, mode, labels)
+        tree = tree_panel(
+            session, path=path, place=place, mode=mode, labels=labels, marks=marks, search=search, scope=scope
+        )
         conv, more_above, more_below = _conversation(session, path, place.target.id)
         sibs = siblings_for(session, conv, scope)
     return Page_(session, place, path, tree, conv, more_above, more_below, sibs, labels)
@@ -268,28 +280,30 @@ def tree_panel(
     place: Place,
     mode: str,
     labels: dict[str, str],
+    marks: dict[str, str] | None = None,
     search: str = "",
     scope: Container[str] | None = None,
 ) -> TreePanel:
     assert place.leaf is not None and place.target is not None
+    shown_by = labels if marks is None else marks  # what the filter keeps (filter_marks)
     if search.strip():
-        return search_panel(session, search=search, mode=mode, labels=labels, place=place, path=path)
+        return search_panel(session, search=search, mode=mode, labels=labels, marks=shown_by, place=place, path=path)
     keep = [place.session_leaf, place.target.id, place.leaf.id]
     if session.last_seq <= FULL_TREE:
         # Small enough to read whole (one query): every branch is drawn, nothing is lazy.
         sql = f"SELECT {_COLS} FROM {T} e WHERE e.session_id = %s ORDER BY e.seq"
         rows = {r.id: r for r in _scoped(_fetch(sql, [session.pk]), scope)}
-        v = tv.view(tv.skeleton(rows.values()), mode=mode, labels=labels, leaf_id=place.leaf.id, keep=keep)
+        v = tv.view(tv.skeleton(rows.values()), mode=mode, labels=shown_by, leaf_id=place.leaf.id, keep=keep)
         w = tv.window(v, focus=place.target.id)
         return TreePanel(w.items, w.roots, rows, labels, v.on_path, mode, w.focus, v.visible, search)
     reached_root = bool(path) and path[0].parent_id is None
-    near = _scoped(around(session, path, mode=mode, labels=labels, roots=reached_root), scope)
+    near = _scoped(around(session, path, mode=mode, labels=shown_by, roots=reached_root), scope)
     below, explored = subtree(session, place.leaf.id, BELOW_LIMIT)
     below = _scoped(below, scope)
     rows = {r.id: r for r in [*path, *near, *below]}
     sk = tv.skeleton(rows.values())
-    v = tv.view(sk, mode=mode, labels=labels, leaf_id=place.leaf.id, keep=keep, path=[r.id for r in path])
-    known = set(rows) - {r.id for r in near} | {r.id for r in near if not tv.is_visible(r, mode, labels)}
+    v = tv.view(sk, mode=mode, labels=shown_by, leaf_id=place.leaf.id, keep=keep, path=[r.id for r in path])
+    known = set(rows) - {r.id for r in near} | {r.id for r in near if not tv.is_visible(r, mode, shown_by)}
     if explored is not None:
         known = (known - {r.id for r in below}) | explored
     else:
@@ -299,7 +313,14 @@ def tree_panel(
 
 
 def search_panel(
-    session: Session, *, search: str, mode: str, labels: dict[str, str], place: Place, path: list[tv.Row]
+    session: Session,
+    *,
+    search: str,
+    mode: str,
+    labels: dict[str, str],
+    place: Place,
+    path: list[tv.Row],
+    marks: dict[str, str] | None = None,
 ) -> TreePanel:
     """Type-to-search: the entries whose label + row text contain every word, in file order."""
     words = tv.search_words(search)
@@ -315,7 +336,7 @@ def search_panel(
     results = []
     for entry_id, parent_id, ts_ms, kind, role, depth, preview in found:
         row = tv.Row(entry_id, parent_id, ts_ms, kind, role, _empty(role, preview), depth, preview)
-        if tv.is_visible(row, mode, labels) or entry_id == place.session_leaf:
+        if tv.is_visible(row, mode, labels if marks is None else marks) or entry_id == place.session_leaf:
             results.append(row)
     on_path = {r.id for r in path}
     panel = TreePanel([], [], {r.id: r for r in results}, labels, on_path, mode, None, len(results), search)
@@ -341,7 +362,7 @@ def gap_panel(
 ) -> tuple[list[tv.Item], dict[str, tv.Row], set[str]]:
     """Rows for an opened gap: the CHUNK entries above node_id (on the viewed path) or below it;
     with a scope, only those in it. current: the session's leaf as read (reading_leaf)."""
-    labels = sel.labels(session=session, within=scope)
+    labels = filter_marks(session, mode, sel.labels(session=session, within=scope))
     keep = [current, leaf_id]
     if up:
         chain = list(reversed(walk_up(session, node_id, CHUNK * (3 if mode in ("default", "no-tools") else 10))))
@@ -385,7 +406,7 @@ def branch_panel(
 ) -> tuple[list[tv.Item], dict[str, tv.Row]]:
     """A folded alternative opened: its lane's first CHUNK rows, further alternatives folded; with a
     scope, only those in it. current: the session's leaf as read (reading_leaf)."""
-    labels = sel.labels(session=session, within=scope)
+    labels = filter_marks(session, mode, sel.labels(session=session, within=scope))
     below, explored = subtree(session, node_id, CHUNK * 4)
     rows = {r.id: r for r in _scoped(below, scope)}
     v = tv.view(tv.skeleton(rows.values()), mode=mode, labels=labels, keep=[current, node_id], path=[])

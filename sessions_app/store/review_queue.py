@@ -60,22 +60,36 @@ def _verdict_out(v: Verdict) -> dict[str, Any]:
     return {**reviews.verdict_out(v), "session": v.session.public_id, "sessionName": str(v.session)}
 
 
-def review_queue(
-    *, user: User, section: Section | None = None, session: str | None = None, offset: int = 0, limit: int = 20
-) -> dict[str, Any]:
-    """Counts of every section; the items of one section (or of each, when none is given) from
-    offset, at most limit. session: only that session's items (by public id)."""
+def _sets(user: User, session: str | None) -> dict[Section, tuple[QuerySet[Any], Any]]:
     visible = selectors.session_list_for_user(user=user).values("pk")
     if session:
         visible = visible.filter(public_id=session)
-    limit = max(1, min(limit, MAX_LIMIT))
-    offset = max(0, offset)
-    sets: dict[Section, tuple[QuerySet[Any], Any]] = {
+    return {
         "requested": (_requested(user, visible), reviews.request_out),
         "threads": (_threads(user, visible), _thread_out),
         "flagged": (_verdicts("flagged", visible), _verdict_out),
         "approved": (_verdicts("approved", visible, since=timezone.now() - RECENT), _verdict_out),
     }
+
+
+def queue_counts(*, user: User, session: str | None = None) -> dict[str, int]:
+    """How many items each section holds (the queue page's counts, redrawn live)."""
+    return {name: rows.count() for name, (rows, _) in _sets(user, session).items()}
+
+
+def inbox_count(*, user: User) -> int:
+    """The header's inbox badge: open review requests for the user ("requested from me")."""
+    return _sets(user, None)["requested"][0].count()
+
+
+def review_queue(
+    *, user: User, section: Section | None = None, session: str | None = None, offset: int = 0, limit: int = 20
+) -> dict[str, Any]:
+    """Counts of every section; the items of one section (or of each, when none is given) from
+    offset, at most limit. session: only that session's items (by public id)."""
+    limit = max(1, min(limit, MAX_LIMIT))
+    offset = max(0, offset)
+    sets = _sets(user, session)
     out: dict[str, Any] = {"counts": {name: rows.count() for name, (rows, _) in sets.items()}}
     for name, (rows, shape) in sets.items():
         if section is None or section == name:

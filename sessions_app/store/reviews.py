@@ -10,7 +10,7 @@ render.markup's, handed over when the app starts (apps.py): the store layer come
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,14 +20,13 @@ from django.db.models import Count
 from django.utils import timezone
 
 from sessions_app import events
-from sessions_app.access import audit
+from sessions_app.access import audit, team_scores
 from sessions_app.access.permissions import can, session_access
 from sessions_app.errors import InvalidRequest, MemberError, NotFound, SessionConflict, SessionForbidden
 from sessions_app.models import VERDICTS, Membership, ReviewComment, ReviewRequest, Session, Verdict
-from sessions_app.store import selectors
+from sessions_app.store import review_mail, selectors
 
 MAX_BODY = 20_000  # characters of one comment or verdict note
-MAX_SCORES = 20
 _MENTION = re.compile(r"(?<![\w@])@([\w.+-]{1,150})")
 
 
@@ -131,6 +130,7 @@ def comment_create(
             after={"entry_id": entry_id, "parent_id": parent.pk if parent else None, "body": text},
             extra={"mentions": comment.mentions} if comment.mentions else None,
         )
+        review_mail.mentioned(comment=comment, session=session, author=author, names=comment.mentions)
     return comment
 
 
@@ -172,9 +172,11 @@ def comment_update(
     text = _body(body) if body is not None else None
     with transaction.atomic():
         if text is not None and text != comment.body:
-            before = comment.body
+            before, mentioned_before = comment.body, set(comment.mentions)
             comment.body, comment.body_html = text, _render(text)
             comment.mentions = mentions(session, text)
+            new_names = [n for n in comment.mentions if n not in mentioned_before]  # mailed once
+            review_mail.mentioned(comment=comment, session=session, author=user, names=new_names)
             comment.edited_at = timezone.now()
             comment.save(update_fields=["body", "body_html", "mentions", "edited_at"])
             _comment_done(
@@ -235,22 +237,30 @@ def threads_by_entry(*, session: Session, entry_ids: list[str]) -> dict[str, lis
     return out
 
 
-def tree_marks(*, session: Session) -> dict[str, dict[str, Any]]:
+def tree_marks(*, session: Session, entry_ids: list[str] | None = None) -> dict[str, dict[str, Any]]:
     """For the tree's rows: entry id -> {"comments": how many live comments, "verdicts": each
-    reviewer's latest verdict kind on that entry}. Two grouped queries, whatever the tree's size."""
+    reviewer's latest verdict kind on that entry}. Two grouped queries, whatever the tree's size;
+    entry_ids: only those entries' (a live redraw of one row)."""
     marks: dict[str, dict[str, Any]] = {}
     live = ReviewComment.objects.filter(session=session, deleted_at__isnull=True)
+    verdicts = Verdict.objects.filter(session=session)
+    if entry_ids is not None:
+        live, verdicts = live.filter(entry_id__in=entry_ids), verdicts.filter(entry_id__in=entry_ids)
     for entry_id, n in live.values("entry_id").annotate(n=Count("id")).values_list("entry_id", "n"):
         marks.setdefault(entry_id, {"comments": 0, "verdicts": []})["comments"] = n
     latest: dict[tuple[str, str], str] = {}
-    rows = (
-        Verdict.objects.filter(session=session).order_by("id").values_list("entry_id", "reviewer_username", "verdict")
-    )
-    for entry_id, who, kind in rows:
+    for entry_id, who, kind in verdicts.order_by("id").values_list("entry_id", "reviewer_username", "verdict"):
         latest[(entry_id, who)] = kind
     for (entry_id, _), kind in sorted(latest.items()):
         marks.setdefault(entry_id, {"comments": 0, "verdicts": []})["verdicts"].append(kind)
     return marks
+
+
+def commented_entries(*, session: Session) -> set[str]:
+    """Entries with at least one comment thread (the tree's "Commented" filter); a thread whose
+    comments were all deleted still counts: its tombstones are shown."""
+    rows = ReviewComment.objects.filter(session=session, parent__isnull=True).values_list("entry_id", flat=True)
+    return set(rows.distinct())
 
 
 def comment_out(comment: ReviewComment, resolved_of: dict[int, bool]) -> dict[str, Any]:
@@ -277,20 +287,6 @@ def comments_json(*, session: Session) -> list[dict[str, Any]]:
 # --- verdicts --------------------------------------------------------------------------------------
 
 
-def _scores(value: Any) -> dict[str, Any]:
-    """Team scores: name -> number, category (string) or boolean."""
-    if value is None:
-        return {}
-    if not isinstance(value, dict) or len(value) > MAX_SCORES:
-        raise InvalidRequest(f"field 'scores' must be an object of at most {MAX_SCORES} scores", field="scores")
-    for name, score in value.items():
-        if not isinstance(name, str) or not 0 < len(name) <= 100:
-            raise InvalidRequest("score names must be 1 to 100 characters", field="scores")
-        if not isinstance(score, bool | int | float | str) or (isinstance(score, str) and len(score) > 100):
-            raise InvalidRequest(f"score '{name}' must be a number, a boolean or a short category", field="scores")
-    return dict(value)
-
-
 def verdict_create(
     *, session: Session, reviewer: User, entry_id: str, verdict: str, body: Any = "", scores: Any = None
 ) -> Verdict:
@@ -299,7 +295,7 @@ def verdict_create(
     if verdict not in VERDICTS:
         raise InvalidRequest(f"field 'verdict' must be one of {', '.join(VERDICTS)}", field="verdict")
     note = _body(body if body is not None else "", required=False)
-    parsed = _scores(scores)
+    parsed = team_scores.scores_check(team_id=session.team_id, value=scores)
     selectors.entry_require(session=session, entry_id=entry_id)
     with transaction.atomic():
         row = Verdict.objects.create(
@@ -324,6 +320,7 @@ def verdict_create(
         mine = open_requests.filter(reviewer=reviewer)
         if session.team_id is not None:
             mine = mine | open_requests.filter(team_id=session.team_id)
+        events.inbox_changed_on_commit(_inbox_users(mine))
         mine.update(done_at=timezone.now(), verdict=row)
         _tell_viewers(session, entry_id, "verdict")
     return row
@@ -341,13 +338,22 @@ def verdict_out(v: Verdict) -> dict[str, Any]:
     }
 
 
-def verdicts_json(*, session: Session) -> dict[str, Any]:
-    """Every verdict in order, and each reviewer's latest (the one shown)."""
-    rows = list(Verdict.objects.filter(session=session).order_by("id"))
+def _latest(rows: list[Verdict]) -> list[Verdict]:
     latest: dict[str, Verdict] = {}
     for v in rows:
         latest[v.reviewer_username] = v
-    return {"reviews": [verdict_out(v) for v in rows], "latest": [verdict_out(v) for v in latest.values()]}
+    return list(latest.values())
+
+
+def latest_verdicts(*, session: Session) -> list[Verdict]:
+    """Each reviewer's latest verdict on the session (the one shown), in the order given."""
+    return _latest(list(Verdict.objects.filter(session=session).order_by("id")))
+
+
+def verdicts_json(*, session: Session) -> dict[str, Any]:
+    """Every verdict in order, and each reviewer's latest (the one shown)."""
+    rows = list(Verdict.objects.filter(session=session).order_by("id"))
+    return {"reviews": [verdict_out(v) for v in rows], "latest": [verdict_out(v) for v in _latest(rows)]}
 
 
 # --- review requests -----------------------------------------------------------------------------
@@ -378,7 +384,7 @@ def request_create(
         target_user = found.user
     else:
         assert session.team is not None
-        if team not in (str(session.team.public_id), session.team.name):
+        if team not in (session.team.slug, str(session.team.public_id), session.team.name):
             raise InvalidRequest("a team request goes to the session's own team", field="team")
     with transaction.atomic():
         row = ReviewRequest.objects.create(
@@ -396,7 +402,25 @@ def request_create(
             session=session.public_id,
             after={"reviewer": reviewer, "team": team, "entry_id": entry_id},
         )
+        events.inbox_changed_on_commit(_inbox_users([row]))
+        review_mail.request_made(request=row, session=session, requester=requester)
     return row
+
+
+def _inbox_users(rows: Iterable[ReviewRequest]) -> set[int]:
+    """Whose "requested from me" count these requests are in: the reviewer asked, or every member
+    of the team asked (the queue counts a team request for its reviewers and above only; telling
+    the others too costs them a recount, nothing more)."""
+    users: set[int] = set()
+    teams: set[int] = set()
+    for r in rows:
+        if r.reviewer_id is not None:
+            users.add(r.reviewer_id)
+        elif r.team_id is not None:
+            teams.add(r.team_id)
+    if teams:
+        users |= set(Membership.objects.filter(team_id__in=teams).values_list("user_id", flat=True))
+    return users
 
 
 def request_out(r: ReviewRequest) -> dict[str, Any]:
@@ -406,7 +430,7 @@ def request_out(r: ReviewRequest) -> dict[str, Any]:
         "sessionName": str(r.session),
         "entryId": r.entry_id,
         "reviewer": r.reviewer.get_username() if r.reviewer else None,
-        "team": str(r.team.public_id) if r.team else None,
+        "team": r.team.slug if r.team else None,
         "requestedBy": r.requested_by.get_username() if r.requested_by else None,
         "created": iso_utc(r.created_at),
         "done": r.done_at is not None,

@@ -1,21 +1,23 @@
 """Review pages: the queue (/reviews/: what waits for the signed-in user, by section, with counts,
-a section and session filter, and paging) and the inline threads' forms on the session page."""
+a section and session filter, and paging), the inline threads' forms and the verdict form on the
+session page."""
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
+from typing import Any
+from urllib.parse import quote, urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from sessions_app.access import permissions
+from sessions_app.access import permissions, team_scores
 from sessions_app.errors import InvalidRequest
-from sessions_app.models import ReviewComment, Session
-from sessions_app.store import review_queue, reviews, selectors
+from sessions_app.models import ReviewComment, ScoreConfig, Session
+from sessions_app.store import review_mail, review_queue, reviews, selectors
 
 PAGE_SIZE = 20
 TITLES = {
@@ -54,8 +56,19 @@ def review_queue_page(request: HttpRequest) -> HttpResponse:
         "page": page,
         "previous": urlencode({**base, "page": page - 1}) if section and page > 1 else "",
         "next": urlencode({**base, "page": page + 1}) if section and page * PAGE_SIZE < total else "",
+        "emails": review_mail.enabled(),
+        "emails_off": review_mail.opted_out(request.user),
     }
     return render(request, "reviews/queue.html", context)
+
+
+@require_POST
+@login_required
+def review_email_choice(request: HttpRequest) -> HttpResponse:
+    """The signed-in user's own choice: review emails (requests, mentions) on or off."""
+    assert isinstance(request.user, User)
+    review_mail.opt_out_set(user=request.user, off=request.POST.get("emails") != "on")
+    return redirect("reviews")
 
 
 # --- inline threads on the session page ------------------------------------------------------------
@@ -108,3 +121,67 @@ def comment_resolve(request: HttpRequest, public_id: str) -> HttpResponse:
     resolved = request.POST.get("resolved") == "1"
     reviews.comment_update(comment=comment, session=session, user=request.user, resolved=resolved)
     return _threads_fragment(request, session, comment.entry_id, comment.pk)
+
+
+# --- the verdict form on the session page ----------------------------------------------------------
+
+
+def panel_context(session: Session, *, anchor: str | None, open_form: bool = False) -> dict[str, Any]:
+    """What verdicts.html shows: each reviewer's latest verdict, the team's score inputs, and the
+    entry a verdict given here is anchored at (the selected one, else the leaf read)."""
+    return {
+        "latest": reviews.latest_verdicts(session=session),
+        "configs": team_scores.score_configs(team_id=session.team_id),
+        "anchor": anchor,
+        "open": open_form,
+    }
+
+
+def _form_scores(data: QueryDict, configs: list[ScoreConfig]) -> dict[str, Any]:
+    """The score inputs given (blank ones left out), typed for the check in team_scores: a numeric
+    input that is no number is passed on as text, so the check says which score is wrong."""
+    out: dict[str, Any] = {}
+    for config in configs:
+        raw = data.get(f"score:{config.name}", "").strip()
+        if not raw:
+            continue
+        if config.kind == "boolean":
+            out[config.name] = {"true": True, "false": False}.get(raw, raw)
+        elif config.kind == "numeric":
+            try:
+                number = float(raw)
+                out[config.name] = int(number) if number.is_integer() and "." not in raw else number
+            except ValueError:
+                out[config.name] = raw
+        else:
+            out[config.name] = raw
+    return out
+
+
+@require_POST
+@login_required
+def verdict_post(request: HttpRequest, public_id: str) -> HttpResponse:
+    """A verdict from the session page's form (reviewers and above); the panel comes back redrawn,
+    with the entry's tree marks for app.js to place (as a live redraw's are)."""
+    session = selectors.session_get_for_user(user=request.user, public_id=public_id, need="review")
+    assert isinstance(request.user, User)
+    configs = team_scores.score_configs(team_id=session.team_id)
+    row = reviews.verdict_create(
+        session=session,
+        reviewer=request.user,
+        entry_id=request.POST.get("entry", ""),
+        verdict=request.POST.get("verdict", ""),
+        body=request.POST.get("body", ""),
+        scores=_form_scores(request.POST, configs) or None,
+    )
+    if request.headers.get("HX-Request") != "true":
+        url = reverse("sessions:detail", args=[session.public_id])
+        return redirect(f"{url}?target={quote(row.entry_id, safe='')}#review-panel")
+    can = dict.fromkeys(permissions.session_capabilities(request.user, session), True)
+    context = {"session": session, "can": can, "review": panel_context(session, anchor=row.entry_id)}
+    marks = reviews.tree_marks(session=session, entry_ids=[row.entry_id]).get(row.entry_id)
+    live = {"session": session, "entry_id": row.entry_id, "marks": marks}
+    return HttpResponse(
+        render(request, "sessions_app/partials/verdicts.html", context).content
+        + render(request, "sessions_app/partials/review_live_marks.html", live).content
+    )

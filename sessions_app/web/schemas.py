@@ -164,12 +164,14 @@ class VerdictIn(Schema):
     entryId: EntryId
     verdict: str  # checked by the service, so a wrong one says which are allowed
     body: str | None = None
+    # name -> value, checked against the session's team's score configs (access/team_scores.py);
+    # a personal session's are free-form
     scores: dict[str, Any] | None = None
 
 
 class ReviewRequestIn(Schema):
     reviewer: str | None = None
-    team: str | None = None
+    team: str | None = None  # the session's team by its slug (its id or name are still taken)
     entryId: EntryId | None = None
 
 

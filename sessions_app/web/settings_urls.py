@@ -35,4 +35,7 @@ urlpatterns = [
     path("teams/<str:public_id>/members/<str:username>/role/", v.member_role, name="member_role"),
     path("teams/<str:public_id>/members/<str:username>/remove/", v.member_remove, name="member_remove"),
     path("teams/<str:public_id>/sessions/", v.team_session_add, name="team_session_add"),
+    path("teams/<str:public_id>/slug/", v.team_slug, name="team_slug"),
+    path("teams/<str:public_id>/scores/", v.score_create, name="score_create"),
+    path("teams/<str:public_id>/scores/<int:config_id>/delete/", v.score_delete, name="score_delete"),
 ]

@@ -16,9 +16,9 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from sessions_app.access import api_tokens, permissions, teams
+from sessions_app.access import api_tokens, permissions, team_scores, teams
 from sessions_app.errors import MemberError, SessionConflict
-from sessions_app.models import BIG_COLUMNS, TEAM_ROLES, VISIBLE, Membership, Session, Team
+from sessions_app.models import BIG_COLUMNS, SCORE_KINDS, TEAM_ROLES, VISIBLE, Membership, Session, Team
 from sessions_app.store import selectors, shares
 from sessions_app.web.forms import FORM_ERRORS, add_service_error, entry_id_field
 
@@ -46,6 +46,19 @@ class TeamForm(forms.Form):
 class InviteForm(forms.Form):
     username = forms.CharField(max_length=150, error_messages={"required": "Give a username."})
     role = forms.ChoiceField(choices=[(r, r) for r in TEAM_ROLES], initial="viewer")
+
+
+class SlugForm(forms.Form):
+    slug = forms.CharField(max_length=100, error_messages={"required": "Give a slug."})
+
+
+class ScoreForm(forms.Form):
+    name = forms.CharField(max_length=100, error_messages={"required": "A score needs a name."})
+    kind = forms.ChoiceField(choices=[(k, k) for k in SCORE_KINDS], initial="numeric")
+    min_value = forms.FloatField(required=False)
+    max_value = forms.FloatField(required=False)
+    choices = forms.CharField(max_length=5000, required=False)
+    description = forms.CharField(max_length=200, required=False)
 
 
 class RoleForm(forms.Form):
@@ -178,6 +191,10 @@ def _team_context(request: HttpRequest, team: Team, **forms_shown: Any) -> dict[
         "sessions": Session.objects.filter(VISIBLE, team=team).defer(*BIG_COLUMNS).order_by("-modified_ms")[:200],
         "personal": personal[:200],
         "invite": InviteForm(),
+        "slug_form": SlugForm(initial={"slug": team.slug}),
+        "score_form": ScoreForm(),
+        "scores": team_scores.score_configs(team_id=team.pk),
+        "score_kinds": SCORE_KINDS,
         **forms_shown,
     }
 
@@ -271,3 +288,54 @@ def team_session_add(request: HttpRequest, public_id: str) -> HttpResponse:
     session = selectors.session_get_for_user(user=request.user, public_id=request.POST.get("session", ""))
     teams.session_move_to_team(session=session, team=team, actor=_user(request))
     return redirect("settings:team", team.public_id)
+
+
+@require_POST
+@login_required
+def team_slug(request: HttpRequest, public_id: str) -> HttpResponse:
+    """An admin changes the team's slug (what review requests name the team by)."""
+    team = teams.team_get_for_user(user=_user(request), public_id=public_id)
+    form = SlugForm(request.POST)
+    if form.is_valid():
+        try:
+            teams.team_slug_set(team=team, slug=form.cleaned_data["slug"], actor=_user(request))
+        except (MemberError, SessionConflict) as exc:
+            add_service_error(form, exc)
+    if form.errors:
+        return _team_refused(request, team, "slug", slug_form=form)
+    if request.headers.get("HX-Request") == "true":
+        return render(request, "settings/team.html#slug", _team_context(request, team))
+    return redirect("settings:team", team.public_id)
+
+
+def _scores(request: HttpRequest, team: Team, **shown: Any) -> HttpResponse:
+    if request.headers.get("HX-Request") == "true":
+        return render(request, "settings/team.html#scores", _team_context(request, team, **shown))
+    return redirect("settings:team", team.public_id)
+
+
+@require_POST
+@login_required
+def score_create(request: HttpRequest, public_id: str) -> HttpResponse:
+    team = teams.team_get_for_user(user=_user(request), public_id=public_id)
+    form = ScoreForm(request.POST)
+    if form.is_valid():
+        d = form.cleaned_data
+        try:
+            team_scores.score_config_create(
+                team=team, actor=_user(request), name=d["name"], kind=d["kind"], min_value=d.get("min_value"),
+                max_value=d.get("max_value"), choices=d.get("choices") or "", description=d.get("description") or "",
+            )  # fmt: skip
+        except (MemberError, SessionConflict) as exc:
+            add_service_error(form, exc)
+    if form.errors:
+        return _team_refused(request, team, "scores", score_form=form)
+    return _scores(request, team)
+
+
+@require_POST
+@login_required
+def score_delete(request: HttpRequest, public_id: str, config_id: int) -> HttpResponse:
+    team = teams.team_get_for_user(user=_user(request), public_id=public_id)
+    team_scores.score_config_delete(team=team, actor=_user(request), config_id=config_id)
+    return _scores(request, team)

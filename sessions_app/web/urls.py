@@ -17,6 +17,7 @@ urlpatterns = [
     path("sessions/<str:public_id>/files/", files_views.files_changed, name="files"),
     path("sessions/<str:public_id>/comments/", review_views.comment_post, name="comment"),
     path("sessions/<str:public_id>/comments/resolve/", review_views.comment_resolve, name="comment_resolve"),
+    path("sessions/<str:public_id>/verdicts/", review_views.verdict_post, name="verdict"),
     path("sessions/<str:public_id>/tree/gap/", views.tree_gap, name="tree_gap"),
     path("sessions/<str:public_id>/tree/branch/", views.tree_branch, name="tree_branch"),
     path("sessions/<str:public_id>/conversation/earlier/", views.conversation_earlier, name="earlier"),

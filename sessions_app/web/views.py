@@ -41,7 +41,7 @@ from sessions_app.errors import EntryNotFound, ExportTooLarge, InvalidRequest
 from sessions_app.models import Session, ShareLink
 from sessions_app.render import markup
 from sessions_app.store import explorer, reviews, selectors, services, shares
-from sessions_app.web import chat_views, exports, forms, header
+from sessions_app.web import chat_views, exports, forms, header, review_views
 
 P = ParamSpec("P")
 
@@ -121,6 +121,11 @@ class Reader:
         """The entry, if it exists and the reader may see it (EntryNotFound otherwise)."""
         self.check(entry_id)
         return explorer.entry_row(self.session, entry_id)
+
+    def mode(self, asked: str | None) -> str:
+        """The tree filter asked for; a share link shows no comments, so not "commented" either."""
+        mode = asked or "default"
+        return "default" if mode == "commented" and self.share is not None else mode
 
     def place(self, params: dict[str, Any]) -> explorer.Place:
         if self.share is not None:
@@ -243,6 +248,7 @@ def _place_params(request: HtmxHttpRequest) -> dict[str, Any]:
 
 def detail_context(request: HtmxHttpRequest, reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
     session = reader.session
+    params = {**params, "mode": reader.mode(params["mode"])}
     place = reader.place(params)
     data = explorer.page(session, place=place, mode=params["mode"], search=params["q"], scope=reader.scope)
     leaf_id = place.leaf.id if place.leaf else None
@@ -268,7 +274,7 @@ def detail_context(request: HtmxHttpRequest, reader: Reader, params: dict[str, A
         "target_id": target_id,
         "mode": params["mode"],
         "q": params["q"],
-        "filters": [(f, tv.FILTER_LABELS[f]) for f in tv.FILTERS],
+        "filters": [(f, tv.FILTER_LABELS[f]) for f in tv.FILTERS if f == reader.mode(f)],
         "tree": data.tree,
         "tree_items": pres.items(data.tree.items),
         "tree_roots": [pres.branch(b, 1) for b in data.tree.roots],
@@ -285,6 +291,7 @@ def detail_context(request: HtmxHttpRequest, reader: Reader, params: dict[str, A
         "self_url": reader.url(leaf=leaf_id, target=target_id, filter=params["mode"]),
         "base_url": reader.base,
         "labels_used": sorted(set(data.labels.values())),
+        "review": None if reader.share else review_views.panel_context(session, anchor=target_id or leaf_id),
         **header.title_context(request, reader),
     }
 
@@ -368,7 +375,7 @@ def gap_response(request: HtmxHttpRequest, reader: Reader) -> HttpResponse:
     if not form.is_valid():
         return HttpResponseBadRequest("bad gap")
     d = form.cleaned_data
-    mode = d.get("filter") or "default"
+    mode = reader.mode(d.get("filter"))
     reader.entry_row(d["node"])
     leaf = d.get("leaf") or None
     if leaf is not None:
@@ -403,7 +410,7 @@ def branch_response(request: HtmxHttpRequest, reader: Reader) -> HttpResponse:
     if not form.is_valid():
         return HttpResponseBadRequest("bad branch")
     d = form.cleaned_data
-    mode = d.get("filter") or "default"
+    mode = reader.mode(d.get("filter"))
     reader.entry_row(d["node"])
     current = explorer.reading_leaf(reader.session)
     items, rows = explorer.branch_panel(

@@ -342,6 +342,7 @@
   }
   // A review thread redrawn live arrives in #review-live; it replaces the entry's threads if that
   // entry is shown (an open reply form there is kept: it would lose what is being typed).
+  // The entry's tree marks and the latest verdicts come along and replace theirs, wherever shown.
   function placeReviewThreads(box) {
     if (!box) return;
     Array.prototype.slice.call(box.querySelectorAll("section.threads")).forEach(function (fresh) {
@@ -351,6 +352,12 @@
         htmx.process(fresh);
       }
     });
+    Array.prototype.slice.call(box.querySelectorAll(".review-marks[data-marks-for]")).forEach(function (fresh) {
+      var sel = '#tree-body .review-marks[data-marks-for="' + CSS.escape(fresh.getAttribute("data-marks-for")) + '"]';
+      document.querySelectorAll(sel).forEach(function (shown) { shown.replaceWith(fresh.cloneNode(true)); });
+    });
+    var latest = box.querySelector("#verdict-latest"), shownLatest = document.querySelector("#review-panel #verdict-latest");
+    if (latest && shownLatest) shownLatest.replaceWith(latest);
     box.textContent = "";
   }
   document.addEventListener("htmx:oobAfterSwap", function (ev) {

@@ -97,6 +97,7 @@ ENDPOINTS: list[Endpoint] = [
     Endpoint("view.share", "post", S + "/share/", "share", (200,), {"entry": "{a1}"}),
     Endpoint("view.import", "post", "/import/", "import"),
     Endpoint("view.comment", "post", S + "/comments/", "review", (302,), {"entry": "{a1}", "body": "hm"}),
+    Endpoint("view.verdict", "post", S + "/verdicts/", "review", (302,), {"entry": "{a1}", "verdict": "flagged"}),
     # No such comment: 404 to everyone (who may resolve: tests/web/pages/test_review_threads.py)
     Endpoint("view.comment_resolve", "post", S + "/comments/resolve/", "read", (404,), {"comment": "999999"}),
     # live chat commands (htmx: 204, or a fresh composer)

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 
 
 def count(html: str, section: str) -> int:
-    found = re.search(rf'data-count="{section}">[^<]*<span class="badge">(\d+)</span>', html)
+    found = re.search(rf'data-count="{section}">[^<]*<span [^>]*class="badge"[^>]*>(\d+)</span>', html)
     assert found, section
     return int(found.group(1))
 
@@ -65,3 +65,12 @@ def test_bodies_are_escaped(world):
     for payload in PAYLOADS:
         thread(world, "reviewer", payload)
     assert_no_live_payload(world.client("reviewer").get("/reviews/").content.decode())
+
+
+def test_header_badge_and_queue_counts_are_live_targets(world):
+    page = world.client("reviewer").get("/").content.decode()
+    assert 'id="inbox-badge"' in page and 'ws-connect="/ws/inbox/"' in page
+    queue = world.client("reviewer").get("/reviews/?session=abc").content.decode()
+    assert 'ws-connect="/ws/inbox/?queue=1&amp;session=abc"' in queue
+    assert 'id="queue-count-requested"' in queue
+    assert "ws/inbox" not in world.client(None).get("/accounts/login/").content.decode()

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from sessions_app.access import team_scores
 from sessions_app.access.api_tokens import api_token_create
 from sessions_app.models import AuditRecord, Entry, ReviewComment
 from tests.worlds import World
@@ -271,6 +272,10 @@ def verdict(world: World, name: str, kind: str, key: str = "a2", **extra: Any) -
 
 
 def test_verdicts_latest_per_reviewer(world):
+    admin = world.users["admin"]
+    team_scores.score_config_create(team=world.core, actor=admin, name="quality", kind="numeric", max_value=5)
+    team_scores.score_config_create(team=world.core, actor=admin, name="safe", kind="boolean")
+    team_scores.score_config_create(team=world.core, actor=admin, name="kind", kind="categorical", choices="bug,ok")
     assert verdict(world, "reviewer", "changes_requested", body="fix *this*").status_code == 201
     scores = {"quality": 2, "safe": False, "kind": "bug"}
     assert verdict(world, "editor", "flagged", key="a1", scores=scores).status_code == 201

@@ -9,7 +9,7 @@ import pytest
 from sessions_app.access import permissions, teams
 from sessions_app.access.permissions import Role
 from sessions_app.errors import MemberError, SessionConflict, SessionForbidden, SessionNotFound, TeamNotFound
-from sessions_app.models import AuditRecord, Membership, Session
+from sessions_app.models import AuditRecord, Membership, ScoreConfig, Session, Team
 from sessions_app.store import selectors
 from tests.worlds import ROLES, World, build_session
 
@@ -146,13 +146,21 @@ TEAM_ROUTES = [
     ("role", "post", "/teams/{team}/members/{target}/role/", {"role": "reviewer"}, "manage", 302),
     ("remove", "post", "/teams/{team}/members/{victim}/remove/", {}, "manage", 302),
     ("move", "post", "/teams/{team}/sessions/", {"session": "{mine}"}, "import", 302),
+    ("slug", "post", "/teams/{team}/slug/", {"slug": "renamed"}, "manage", 302),
+    ("score_add", "post", "/teams/{team}/scores/", {"name": "q", "kind": "boolean"}, "manage", 302),
+    ("score_delete", "post", "/teams/{team}/scores/{config}/delete/", {}, "manage", 302),
 ]
 TEAM_CASES = [(r, who, scope) for r in TEAM_ROUTES for who in ROLES for scope in ("core", "other")]
 
 
 def team_state() -> list[tuple[object, ...]]:
     members = list(Membership.objects.order_by("pk").values_list("team_id", "user_id", "role"))
-    return [*members, *Session.objects.order_by("pk").values_list("pk", "team_id")]
+    return [
+        *members,
+        *Session.objects.order_by("pk").values_list("pk", "team_id"),
+        *Team.objects.order_by("pk").values_list("pk", "slug"),
+        *ScoreConfig.objects.order_by("pk").values_list("pk", "team_id", "name"),
+    ]
 
 
 @pytest.mark.parametrize(("route", "who", "scope"), TEAM_CASES, ids=[f"{r[0]}-{w}-{s}" for r, w, s in TEAM_CASES])
@@ -161,7 +169,8 @@ def test_team_routes(world, route, who, scope):
     team = world.core if scope == "core" else world.other
     mine, _ = build_session(world.users[who], "mine")
     victim = "viewer" if who == "reviewer" else "reviewer"  # leaving the team oneself is allowed
-    values = {"team": team.public_id, "mine": mine.public_id, "victim": victim, "target": "viewer"}
+    config = ScoreConfig.objects.create(team=team, name="seed", kind="boolean")
+    values = {"team": team.public_id, "mine": mine.public_id, "victim": victim, "target": "viewer", "config": config.pk}
     data = {k: v.format(**values) for k, v in (data or {}).items()}
     before = team_state()
     response = getattr(world.client(who), method)(path.format(**values), data)
@@ -179,7 +188,7 @@ def test_team_routes(world, route, who, scope):
 def test_team_routes_anonymous(world, route):
     _name, method, path, data, _need, _ok = route
     response = getattr(world.client(None), method)(
-        path.format(team=world.core.public_id, mine="x", victim="viewer", target="viewer"), data or {}
+        path.format(team=world.core.public_id, mine="x", victim="viewer", target="viewer", config=1), data or {}
     )
     assert response.status_code == 302
     assert response["Location"].startswith("/accounts/login/")
