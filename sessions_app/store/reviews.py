@@ -235,13 +235,15 @@ def threads_by_entry(*, session: Session, entry_ids: list[str]) -> dict[str, lis
     return out
 
 
-def tree_marks(*, session: Session) -> dict[str, dict[str, Any]]:
+def tree_marks(*, session: Session, within: set[str] | None = None) -> dict[str, dict[str, Any]]:
     """For the tree's rows: entry id -> {"comments": how many live comments, "verdicts": each
-    reviewer's latest verdict kind on that entry}. Two grouped queries, whatever the tree's size."""
+    reviewer's latest verdict kind on that entry}, only on entries within (a branch share's scope)
+    if given. Two grouped queries, whatever the tree's size."""
     marks: dict[str, dict[str, Any]] = {}
     live = ReviewComment.objects.filter(session=session, deleted_at__isnull=True)
     for entry_id, n in live.values("entry_id").annotate(n=Count("id")).values_list("entry_id", "n"):
-        marks.setdefault(entry_id, {"comments": 0, "verdicts": []})["comments"] = n
+        if within is None or entry_id in within:
+            marks.setdefault(entry_id, {"comments": 0, "verdicts": []})["comments"] = n
     latest: dict[tuple[str, str], str] = {}
     rows = (
         Verdict.objects.filter(session=session).order_by("id").values_list("entry_id", "reviewer_username", "verdict")
@@ -249,6 +251,8 @@ def tree_marks(*, session: Session) -> dict[str, dict[str, Any]]:
     for entry_id, who, kind in rows:
         latest[(entry_id, who)] = kind
     for (entry_id, _), kind in sorted(latest.items()):
+        if within is not None and entry_id not in within:
+            continue
         marks.setdefault(entry_id, {"comments": 0, "verdicts": []})["verdicts"].append(kind)
     return marks
 

@@ -186,7 +186,12 @@ def session_fork(request: HttpRequest, session_id: str, body: ForkIn) -> Status[
 def share_create(request: HttpRequest, session_id: str, body: ShareIn) -> Status[ShareOut]:
     session = _session(request, session_id, "share")
     share, token = shares.share_create(
-        session=session, user=_user(request), entry_id=body.entryId, expires_days=body.expiresDays
+        session=session,
+        user=_user(request),
+        entry_id=body.entryId,
+        expires_days=body.expiresDays,
+        include_comments=body.includeComments,
     )
     url = request.build_absolute_uri(reverse("settings:shared", args=[token]))
-    return Status(201, ShareOut(url=url, entryId=share.entry_id, expiresAt=share.expires_at))
+    out = ShareOut(url=url, entryId=share.entry_id, expiresAt=share.expires_at, includeComments=share.include_comments)
+    return Status(201, out)
