@@ -10,7 +10,7 @@ render.markup's, handed over when the app starts (apps.py): the store layer come
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -276,6 +276,30 @@ def comments_json(*, session: Session) -> list[dict[str, Any]]:
     rows = comments_of(session=session)
     resolved_of = {c.pk: c.resolved for c in rows if c.parent_id is None}
     return [comment_out(c, resolved_of) for c in rows]
+
+
+def comment_batches(*, session: Session, batch: int = 500) -> Iterator[list[tuple[ReviewComment, bool]]]:
+    """Every comment of the session in id order (threads' roots before their replies), a batch at a
+    time by keyset, each with its thread's resolved flag: for exports, in bounded memory."""
+    resolved_of: dict[int, bool] = {}
+    after = 0
+    while True:
+        rows = list(ReviewComment.objects.filter(session=session, pk__gt=after).order_by("id")[:batch])
+        if not rows:
+            return
+        for c in rows:
+            if c.parent_id is None:
+                resolved_of[c.pk] = c.resolved
+        yield [(c, resolved_of.get(c.parent_id or c.pk, False)) for c in rows]
+        after = rows[-1].pk
+
+
+def verdict_batches(*, session: Session, batch: int = 500) -> Iterator[list[Verdict]]:
+    """Every verdict of the session in id order, a batch at a time by keyset."""
+    after = 0
+    while rows := list(Verdict.objects.filter(session=session, pk__gt=after).order_by("id")[:batch]):
+        yield rows
+        after = rows[-1].pk
 
 
 # --- verdicts --------------------------------------------------------------------------------------

@@ -123,9 +123,10 @@ def session_export(
 
 
 @router.get("/{session_id}/export.html", url_name="session_export_html", response={409: ErrorOut})
-def session_export_html(request: HttpRequest, session_id: str) -> StreamingHttpResponse:
-    """pi's self-contained HTML export; 409 (with the JSONL export's URL) above the size guard."""
-    return exports.html_response(request, _session(request, session_id))
+def session_export_html(request: HttpRequest, session_id: str, comments: bool = False) -> StreamingHttpResponse:
+    """pi's self-contained HTML export; 409 (with the JSONL export's URL) above the size guard.
+    comments=true: with the review comments and verdicts under their entries."""
+    return exports.html_response(request, _session(request, session_id), with_reviews=comments)
 
 
 @router.get("/{session_id}/context", response=ContextOut, url_name="session_context")

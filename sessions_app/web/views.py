@@ -629,7 +629,8 @@ def export_jsonl(request: HtmxHttpRequest, session: Session) -> StreamingHttpRes
 @session_view
 def export_page(request: HtmxHttpRequest, session: Session) -> HttpResponseBase:
     try:
-        return exports.html_response(request, session)
+        with_reviews = request.GET.get("comments") in ("1", "true", "on")
+        return exports.html_response(request, session, with_reviews=with_reviews)
     except ExportTooLarge as exc:
         context = {"session": session, "message": exc.message, "jsonl": exc.extra["jsonl"]}
         return render(request, "sessions_app/export_too_large.html", context, status=exc.status)
