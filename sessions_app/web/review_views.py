@@ -1,5 +1,6 @@
 """Review pages: the queue (/reviews/: what waits for the signed-in user, by section, with counts,
-a section and session filter, and paging) and the inline threads' forms on the session page."""
+a section and session filter, and paging), a team's reviews as CSV or JSON, and the inline
+threads' forms on the session page."""
 
 from __future__ import annotations
 
@@ -8,14 +9,16 @@ from urllib.parse import urlencode
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from sessions_app.access import permissions
+from sessions_app.access import permissions, teams
 from sessions_app.errors import InvalidRequest
 from sessions_app.models import ReviewComment, Session
 from sessions_app.store import review_queue, reviews, selectors
+from sessions_app.web import exports
 
 PAGE_SIZE = 20
 TITLES = {
@@ -54,8 +57,19 @@ def review_queue_page(request: HttpRequest) -> HttpResponse:
         "page": page,
         "previous": urlencode({**base, "page": page - 1}) if section and page > 1 else "",
         "next": urlencode({**base, "page": page + 1}) if section and page * PAGE_SIZE < total else "",
+        "teams": [team for team, _ in teams.team_list_for_user(user=request.user)],
     }
     return render(request, "reviews/queue.html", context)
+
+
+@require_GET
+@login_required
+def team_reviews_download(request: HttpRequest, public_id: str, fmt: str) -> HttpResponseBase:
+    """/teams/<id>/reviews.csv and .json: every verdict and comment on the team's sessions, for
+    any member of the team (viewers read them on the session page too); others get a 404."""
+    assert isinstance(request.user, User)
+    team = teams.team_get_for_user(user=request.user, public_id=public_id)
+    return exports.team_reviews_response(request, team, fmt)
 
 
 # --- inline threads on the session page ------------------------------------------------------------

@@ -2,11 +2,12 @@ from __future__ import annotations
 
 from django.urls import path
 
+from sessions_app.web import review_views, shared_views
 from sessions_app.web import settings_views as v
-from sessions_app.web import shared_views
 from sessions_app.web.converters import ENTRY_ID
 
 app_name = "settings"
+reviews_download = review_views.team_reviews_download
 
 urlpatterns = [
     path("settings/tokens/", v.token_list, name="tokens"),
@@ -32,4 +33,6 @@ urlpatterns = [
     path("teams/<str:public_id>/members/<str:username>/role/", v.member_role, name="member_role"),
     path("teams/<str:public_id>/members/<str:username>/remove/", v.member_remove, name="member_remove"),
     path("teams/<str:public_id>/sessions/", v.team_session_add, name="team_session_add"),
+    path("teams/<str:public_id>/reviews.csv", reviews_download, {"fmt": "csv"}, name="team_reviews_csv"),
+    path("teams/<str:public_id>/reviews.json", reviews_download, {"fmt": "json"}, name="team_reviews_json"),
 ]

@@ -146,6 +146,8 @@ TEAM_ROUTES = [
     ("role", "post", "/teams/{team}/members/{target}/role/", {"role": "reviewer"}, "manage", 302),
     ("remove", "post", "/teams/{team}/members/{victim}/remove/", {}, "manage", 302),
     ("move", "post", "/teams/{team}/sessions/", {"session": "{mine}"}, "import", 302),
+    ("reviews_csv", "get", "/teams/{team}/reviews.csv", None, "read", 200),  # every member: viewers read them
+    ("reviews_json", "get", "/teams/{team}/reviews.json", None, "read", 200),
 ]
 TEAM_CASES = [(r, who, scope) for r in TEAM_ROUTES for who in ROLES for scope in ("core", "other")]
 
