@@ -223,7 +223,11 @@ def comments_of(*, session: Session, within: set[str] | None = None) -> list[Rev
 def threads_by_entry(*, session: Session, entry_ids: list[str]) -> dict[str, list[list[ReviewComment]]]:
     """The threads on these entries, for the page: entry id -> threads, each its root and then
     its replies (one indexed query; bodies come rendered)."""
-    rows = ReviewComment.objects.filter(session=session, entry_id__in=entry_ids).order_by("id") if entry_ids else []
+    rows = (
+        ReviewComment.objects.filter(session=session, entry_id__in=entry_ids).defer("body", "mentions").order_by("id")
+        if entry_ids
+        else []
+    )
     threads: dict[int, list[ReviewComment]] = {}
     out: dict[str, list[list[ReviewComment]]] = {}
     for c in rows:
