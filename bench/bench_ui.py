@@ -12,8 +12,9 @@ share link (signed out, a whole-session link and a branch link to the middle of 
 same way: first render < 300 ms and, for the 1k-entry session, < 300 KB. With 1,000 review comments
 on the entries the 100k session's page shows (threads of a root and three replies, planted with
 reviews.comment_create), the page still renders in < 300 ms: it shows each body's stored HTML and
-renders none (the bench fails if a body is rendered during the request). Its CPU time is printed
-too: on a loaded machine the wall-clock figures measure the load.
+renders none (the bench fails if a body is rendered during the request). Its re-renders' CPU time
+(the process's, background threads included) is printed too: on a loaded machine the wall-clock
+figures measure the load.
 """
 
 from __future__ import annotations
@@ -153,7 +154,7 @@ def comments_scenario(session: Any, user: Any, timed: Callable[..., tuple[float,
     assert shown, "the page shows no entry to comment on"
     started = time.perf_counter()
     roots: dict[str, int] = {}
-    for k in range(1000):
+    for k in range(reviews.ReviewComment.objects.filter(session=session).count(), 1000):  # (--keep: planted)
         entry_id = shown[k % len(shown)]
         parent = roots.get(entry_id) if k % 4 else None  # a thread: a root, then three replies
         body = f"Comment {k}: **why** `this`?\n\n- a point\n- [link](https://example.com/{k})"
@@ -169,19 +170,23 @@ def comments_scenario(session: Any, user: Any, timed: Callable[..., tuple[float,
         return text
 
     reviews.use_renderer(counting)  # a body rendered while the page is drawn would show here
-    try:
+
+    def cpu_timed() -> tuple[float, float, int, int, str]:
         cpu = time.process_time()
         ms, size, nq, html = timed(url)
-        cpu_ms = (time.process_time() - cpu) * 1000
-        repeat = [timed(url)[0] for _ in range(3)]
+        return ms, (time.process_time() - cpu) * 1000, size, nq, html
+
+    try:
+        ms, _, size, nq, html = cpu_timed()
+        repeat = [cpu_timed()[:2] for _ in range(3)]
     finally:
         from sessions_app.render import markup
 
         reviews.use_renderer(markup.markdown)
     on_page = len(re.findall(r'id="comment-\d+"', html))
     print(f"{'':<22} {'with 1,000 comments, first render':<34} {ms:8.0f} {size / 1024:8.0f} {nq:8}")
-    print(f"{'':<22} {'  re-render, median of 3':<34} {statistics.median(repeat):8.0f}")
-    print(f"{'':<22} {'  first render, CPU time (not load)':<34} {cpu_ms:8.0f}")
+    print(f"{'':<22} {'  re-render, median of 3':<34} {statistics.median(r[0] for r in repeat):8.0f}")
+    print(f"{'':<22} {'  re-render, CPU time, median of 3':<34} {statistics.median(r[1] for r in repeat):8.0f}")
     print(f"{'':<22} {'  comments on the page':<34} {on_page:8} {'bodies rendered: ' + str(rendered)}")
     return ms < 300 and rendered == 0 and on_page >= 1000
 
