@@ -238,6 +238,8 @@ class ShareLink(models.Model):
     revoked_at = models.DateTimeField(null=True, blank=True)
     last_viewed_at = models.DateTimeField(null=True, blank=True)
     views = models.PositiveIntegerField(default=0)
+    # The creator's choice: the page shows review threads and verdicts (only those in its scope).
+    include_comments = models.BooleanField(default=False)
 
     def __str__(self) -> str:
         return f"share {self.prefix}… of {self.session_id}"

@@ -9,6 +9,11 @@ Every entry's conversation card is rendered here, on the server, by the app's ow
 place and every other text through textContent. The JSON blocks escape "<", ">" and "&", so no text
 can close its script element. A Content-Security-Policy (in a meta element, and as the response's
 header) lets only this script and this style run: nothing in the data can execute.
+
+With reviews, the session's review comments and verdicts follow the entries, a batch at a time, as
+``piweb-reviews`` blocks: each body is the sanitised HTML stored when it was written
+(store.reviews), put in place like a card's; names and dates go through textContent. The script
+draws each entry's threads and verdicts under its card and their marks on its tree row.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from django.utils.safestring import mark_safe
 from sessions_app.core import jsjson
 from sessions_app.models import Session
 from sessions_app.render import markup
-from sessions_app.store import selectors
+from sessions_app.store import reviews, selectors
 
 ENTRIES_MARK = "<!--piweb-entries-->"
 FIELDS = ("seq", "entry_id", "parent_id", "type", "role", "ts_ms", "preview", "raw")
@@ -92,8 +97,31 @@ def entry_record(row: tuple[Any, ...]) -> dict[str, Any]:
     return record
 
 
-def export_chunks(session: Session, *, batch: int | None = None) -> Iterator[bytes]:
-    """The HTML export, a piece at a time: the head at once, then one piece per batch of entries."""
+def review_records(session: Session) -> Iterator[list[dict[str, Any]]]:
+    """The session's comments ("k": "c") and verdicts ("k": "v") as the export's script reads them,
+    a batch at a time; a deleted comment keeps its place with no body."""
+    for comments in reviews.comment_batches(session=session):
+        yield [
+            {
+                "k": "c", "id": c.pk, "e": c.entry_id, "p": c.parent_id, "a": c.author_username,
+                "t": reviews.iso_utc(c.created_at), "h": None if c.deleted_at else c.body_html,
+                "r": resolved, "ed": c.edited_at is not None,
+            }
+            for c, resolved in comments
+        ]  # fmt: skip
+    for verdicts in reviews.verdict_batches(session=session):
+        yield [
+            {
+                "k": "v", "id": v.pk, "e": v.entry_id, "a": v.reviewer_username, "v": v.verdict,
+                "t": reviews.iso_utc(v.created_at), "h": v.body_html, "s": v.scores,
+            }
+            for v in verdicts
+        ]  # fmt: skip
+
+
+def export_chunks(session: Session, *, batch: int | None = None, with_reviews: bool = False) -> Iterator[bytes]:
+    """The HTML export, a piece at a time: the head at once, then one piece per batch of entries
+    (and, with_reviews, per batch of comments or verdicts)."""
     script, style, policy = _assets()
     header = jsjson.loads(session.header_raw)
     page = render_to_string(
@@ -111,4 +139,7 @@ def export_chunks(session: Session, *, batch: int | None = None) -> Iterator[byt
     for rows in selectors.entry_batches(session=session, fields=FIELDS, batch=batch, upto=session.last_seq):
         records = json_text([entry_record(row) for row in rows])
         yield f'<script type="application/json" class="piweb-entries">{records}</script>\n'.encode()
+    if with_reviews:
+        for part in review_records(session):
+            yield f'<script type="application/json" class="piweb-reviews">{json_text(part)}</script>\n'.encode()
     yield tail.encode()

@@ -10,7 +10,7 @@ render.markup's, handed over when the app starts (apps.py): the store layer come
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -225,7 +225,11 @@ def comments_of(*, session: Session, within: set[str] | None = None) -> list[Rev
 def threads_by_entry(*, session: Session, entry_ids: list[str]) -> dict[str, list[list[ReviewComment]]]:
     """The threads on these entries, for the page: entry id -> threads, each its root and then
     its replies (one indexed query; bodies come rendered)."""
-    rows = ReviewComment.objects.filter(session=session, entry_id__in=entry_ids).order_by("id") if entry_ids else []
+    rows = (
+        ReviewComment.objects.filter(session=session, entry_id__in=entry_ids).defer("body", "mentions").order_by("id")
+        if entry_ids
+        else []
+    )
     threads: dict[int, list[ReviewComment]] = {}
     out: dict[str, list[list[ReviewComment]]] = {}
     for c in rows:
@@ -237,21 +241,27 @@ def threads_by_entry(*, session: Session, entry_ids: list[str]) -> dict[str, lis
     return out
 
 
-def tree_marks(*, session: Session, entry_ids: list[str] | None = None) -> dict[str, dict[str, Any]]:
+def tree_marks(
+    *, session: Session, entry_ids: list[str] | None = None, within: set[str] | None = None
+) -> dict[str, dict[str, Any]]:
     """For the tree's rows: entry id -> {"comments": how many live comments, "verdicts": each
     reviewer's latest verdict kind on that entry}. Two grouped queries, whatever the tree's size;
-    entry_ids: only those entries' (a live redraw of one row)."""
+    entry_ids: only those entries' (a live redraw of one row); within: only entries within a
+    branch share's scope."""
     marks: dict[str, dict[str, Any]] = {}
     live = ReviewComment.objects.filter(session=session, deleted_at__isnull=True)
     verdicts = Verdict.objects.filter(session=session)
     if entry_ids is not None:
         live, verdicts = live.filter(entry_id__in=entry_ids), verdicts.filter(entry_id__in=entry_ids)
     for entry_id, n in live.values("entry_id").annotate(n=Count("id")).values_list("entry_id", "n"):
-        marks.setdefault(entry_id, {"comments": 0, "verdicts": []})["comments"] = n
+        if within is None or entry_id in within:
+            marks.setdefault(entry_id, {"comments": 0, "verdicts": []})["comments"] = n
     latest: dict[tuple[str, str], str] = {}
     for entry_id, who, kind in verdicts.order_by("id").values_list("entry_id", "reviewer_username", "verdict"):
         latest[(entry_id, who)] = kind
     for (entry_id, _), kind in sorted(latest.items()):
+        if within is not None and entry_id not in within:
+            continue
         marks.setdefault(entry_id, {"comments": 0, "verdicts": []})["verdicts"].append(kind)
     return marks
 
@@ -282,6 +292,30 @@ def comments_json(*, session: Session) -> list[dict[str, Any]]:
     rows = comments_of(session=session)
     resolved_of = {c.pk: c.resolved for c in rows if c.parent_id is None}
     return [comment_out(c, resolved_of) for c in rows]
+
+
+def comment_batches(*, session: Session, batch: int = 500) -> Iterator[list[tuple[ReviewComment, bool]]]:
+    """Every comment of the session in id order (threads' roots before their replies), a batch at a
+    time by keyset, each with its thread's resolved flag: for exports, in bounded memory."""
+    resolved_of: dict[int, bool] = {}
+    after = 0
+    while True:
+        rows = list(ReviewComment.objects.filter(session=session, pk__gt=after).order_by("id")[:batch])
+        if not rows:
+            return
+        for c in rows:
+            if c.parent_id is None:
+                resolved_of[c.pk] = c.resolved
+        yield [(c, resolved_of.get(c.parent_id or c.pk, False)) for c in rows]
+        after = rows[-1].pk
+
+
+def verdict_batches(*, session: Session, batch: int = 500) -> Iterator[list[Verdict]]:
+    """Every verdict of the session in id order, a batch at a time by keyset."""
+    after = 0
+    while rows := list(Verdict.objects.filter(session=session, pk__gt=after).order_by("id")[:batch]):
+        yield rows
+        after = rows[-1].pk
 
 
 # --- verdicts --------------------------------------------------------------------------------------

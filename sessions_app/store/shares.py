@@ -35,9 +35,15 @@ def _digest(token: str) -> str:
 
 @transaction.atomic
 def share_create(
-    *, session: Session, user: User, entry_id: str | None = None, expires_days: int | None = None
+    *,
+    session: Session,
+    user: User,
+    entry_id: str | None = None,
+    expires_days: int | None = None,
+    include_comments: bool = False,
 ) -> tuple[ShareLink, str]:
-    """A link to the session (entry_id None) or to the branch at entry_id. The caller got session
+    """A link to the session (entry_id None) or to the branch at entry_id, showing its review
+    comments and verdicts only if include_comments (share_shows_reviews). The caller got session
     with need="share"; the plain token is returned once."""
     if not permissions.can(permissions.session_access(user, session), "share"):
         raise SessionNotFound()
@@ -54,6 +60,7 @@ def share_create(
         prefix=token[:12],
         key_hash=_digest(token),
         expires_at=expires_at,
+        include_comments=include_comments,
     )
     audit.audit_record(
         action="share.create",
@@ -61,7 +68,11 @@ def share_create(
         obj_type="share_link",
         obj_id=share.prefix,
         session=session.public_id,
-        after={"entry": entry_id or None, "expires_at": expires_at.isoformat() if expires_at else None},
+        after={
+            "entry": entry_id or None,
+            "expires_at": expires_at.isoformat() if expires_at else None,
+            "include_comments": include_comments,
+        },
     )
     return share, token
 
@@ -144,6 +155,14 @@ def share_scope(share: ShareLink) -> set[str] | None:
         cursor.execute(_DESCENDANTS, [session.pk, share.entry_id, session.pk])
         ids.update(row[0] for row in cursor.fetchall())
     return ids
+
+
+def share_shows_reviews(share: ShareLink | None) -> bool:
+    """Whether a page shows review threads and verdicts: always for a signed-in reader (share None),
+    for a link only if its creator chose so; what it shows is then limited to the link's scope
+    (reviews.threads_by_entry and tree_marks with within), so a branch link shows nothing anchored
+    off its branch."""
+    return share is None or share.include_comments
 
 
 def shared_place(

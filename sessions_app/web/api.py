@@ -123,9 +123,10 @@ def session_export(
 
 
 @router.get("/{session_id}/export.html", url_name="session_export_html", response={409: ErrorOut})
-def session_export_html(request: HttpRequest, session_id: str) -> StreamingHttpResponse:
-    """pi's self-contained HTML export; 409 (with the JSONL export's URL) above the size guard."""
-    return exports.html_response(request, _session(request, session_id))
+def session_export_html(request: HttpRequest, session_id: str, comments: bool = False) -> StreamingHttpResponse:
+    """pi's self-contained HTML export; 409 (with the JSONL export's URL) above the size guard.
+    comments=true: with the review comments and verdicts under their entries."""
+    return exports.html_response(request, _session(request, session_id), with_reviews=comments)
 
 
 @router.get("/{session_id}/context", response=ContextOut, url_name="session_context")
@@ -186,7 +187,12 @@ def session_fork(request: HttpRequest, session_id: str, body: ForkIn) -> Status[
 def share_create(request: HttpRequest, session_id: str, body: ShareIn) -> Status[ShareOut]:
     session = _session(request, session_id, "share")
     share, token = shares.share_create(
-        session=session, user=_user(request), entry_id=body.entryId, expires_days=body.expiresDays
+        session=session,
+        user=_user(request),
+        entry_id=body.entryId,
+        expires_days=body.expiresDays,
+        include_comments=body.includeComments,
     )
     url = request.build_absolute_uri(reverse("settings:shared", args=[token]))
-    return Status(201, ShareOut(url=url, entryId=share.entry_id, expiresAt=share.expires_at))
+    out = ShareOut(url=url, entryId=share.entry_id, expiresAt=share.expires_at, includeComments=share.include_comments)
+    return Status(201, out)

@@ -23,10 +23,10 @@ from django.utils.http import content_disposition_header
 
 from sessions_app.access import audit
 from sessions_app.core.listing import session_file_stem
-from sessions_app.errors import ExportTooLarge
-from sessions_app.models import Session
+from sessions_app.errors import ExportTooLarge, InvalidRequest
+from sessions_app.models import Session, Team
 from sessions_app.render import export
-from sessions_app.store import selectors
+from sessions_app.store import review_export, selectors
 
 CHUNK_BYTES = 256 * 1024  # JSONL lines are sent in pieces of about this size
 
@@ -52,7 +52,8 @@ async def _each_in_thread(pieces: Iterator[bytes]) -> AsyncIterator[bytes]:
         yield piece
 
 
-def _streamed(request: HttpRequest, pieces: Iterator[bytes], content_type: str) -> StreamingHttpResponse:
+def streamed(request: HttpRequest, pieces: Iterator[bytes], content_type: str) -> StreamingHttpResponse:
+    """A response of these pieces, each made in the request's thread under ASGI (_each_in_thread)."""
     content = _each_in_thread(pieces) if isinstance(request, ASGIRequest) else pieces
     return StreamingHttpResponse(content, content_type=content_type)
 
@@ -82,8 +83,23 @@ def jsonl_response(
     pusher has it (selectors.export_lines), with_labels: and piweb's labels on it at the end."""
     extra = {"format": "jsonl"} | ({"mirror": True, "labels": with_labels} if mirror else {})
     audit.audit_record(action="session.export", obj_type="session", obj_id=session.public_id, extra=extra)
-    response = _streamed(request, _jsonl_pieces(session, mirror, with_labels), "application/x-ndjson")
+    response = streamed(request, _jsonl_pieces(session, mirror, with_labels), "application/x-ndjson")
     _attachment(response, f"{_stem(session)}.jsonl")
+    return response
+
+
+TEAM_REVIEW_TYPES = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
+
+
+def team_reviews_response(request: HttpRequest, team: Team, fmt: str) -> StreamingHttpResponse:
+    """A team's reviews (store/review_export.py) as CSV or JSON, streamed (audited as an export);
+    the caller has checked that the user is a member of the team."""
+    if fmt not in TEAM_REVIEW_TYPES:
+        raise InvalidRequest("format must be csv or json", field="format")
+    audit.audit_record(action="team.reviews_export", obj_type="team", obj_id=str(team.public_id), extra={"format": fmt})
+    pieces = review_export.team_reviews_csv(team=team) if fmt == "csv" else review_export.team_reviews_json(team=team)
+    response = streamed(request, pieces, TEAM_REVIEW_TYPES[fmt])
+    _attachment(response, f"piweb-reviews-{team.public_id}.{fmt}")
     return response
 
 
@@ -100,11 +116,14 @@ def html_export_check(session: Session) -> None:
         )
 
 
-def html_response(request: HttpRequest, session: Session) -> StreamingHttpResponse:
-    """pi's self-contained HTML export of the session, streamed (audited as an export)."""
+def html_response(request: HttpRequest, session: Session, *, with_reviews: bool = False) -> StreamingHttpResponse:
+    """pi's self-contained HTML export of the session, streamed (audited as an export); with_reviews:
+    with its review comments and verdicts (whoever may read the session reads those)."""
     html_export_check(session)
-    audit.audit_record(action="session.export", obj_type="session", obj_id=session.public_id, extra={"format": "html"})
-    response = _streamed(request, export.export_chunks(session), "text/html; charset=utf-8")
+    extra = {"format": "html"} | ({"reviews": True} if with_reviews else {})
+    audit.audit_record(action="session.export", obj_type="session", obj_id=session.public_id, extra=extra)
+    pieces = export.export_chunks(session, with_reviews=with_reviews)
+    response = streamed(request, pieces, "text/html; charset=utf-8")
     # The file's own policy (its meta element says the same): only its script and style run.
     response["Content-Security-Policy"] = export.export_policy()
     _attachment(response, f"pi-session-{_stem(session)}.html")

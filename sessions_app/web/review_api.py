@@ -6,10 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.http import HttpRequest
+from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Router, Status
 
+from sessions_app.access import teams
 from sessions_app.store import review_queue, reviews, selectors
+from sessions_app.web import exports
 from sessions_app.web.schemas import CommentIn, CommentPatch, CreatedIdOut, ErrorOut, ReviewRequestIn, VerdictIn
 
 router = Router(tags=["reviews"])
@@ -93,3 +95,11 @@ def queue(
     limit: int = 20,
 ) -> dict[str, Any]:
     return review_queue.review_queue(user=_user(request), section=section, session=session, offset=offset, limit=limit)
+
+
+@router.get("/teams/{team_id}/reviews", response={400: ErrorOut, 404: ErrorOut}, url_name="team_reviews")
+def team_reviews(request: HttpRequest, team_id: str, format: str = "json") -> StreamingHttpResponse:
+    """Every verdict and comment on the team's sessions, one row each, as CSV or JSON (streamed;
+    store/review_export.py has the columns); for any member of the team, 404 for anyone else."""
+    team = teams.team_get_for_user(user=_user(request), public_id=team_id)
+    return exports.team_reviews_response(request, team, format)

@@ -1,6 +1,6 @@
 """Review pages: the queue (/reviews/: what waits for the signed-in user, by section, with counts,
-a section and session filter, and paging), the inline threads' forms and the verdict form on the
-session page."""
+a section and session filter, and paging), a team's reviews as CSV or JSON, the inline threads'
+forms and the verdict form on the session page."""
 
 from __future__ import annotations
 
@@ -10,14 +10,16 @@ from urllib.parse import quote, urlencode
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from sessions_app.access import permissions, team_scores
+from sessions_app.access import permissions, team_scores, teams
 from sessions_app.errors import InvalidRequest
 from sessions_app.models import ReviewComment, ScoreConfig, Session
 from sessions_app.store import review_mail, review_queue, reviews, selectors
+from sessions_app.web import exports
 
 PAGE_SIZE = 20
 TITLES = {
@@ -58,6 +60,7 @@ def review_queue_page(request: HttpRequest) -> HttpResponse:
         "next": urlencode({**base, "page": page + 1}) if section and page * PAGE_SIZE < total else "",
         "emails": review_mail.enabled(),
         "emails_off": review_mail.opted_out(request.user),
+        "teams": [team for team, _ in teams.team_list_for_user(user=request.user)],
     }
     return render(request, "reviews/queue.html", context)
 
@@ -69,6 +72,16 @@ def review_email_choice(request: HttpRequest) -> HttpResponse:
     assert isinstance(request.user, User)
     review_mail.opt_out_set(user=request.user, off=request.POST.get("emails") != "on")
     return redirect("reviews")
+
+
+@require_GET
+@login_required
+def team_reviews_download(request: HttpRequest, public_id: str, fmt: str) -> HttpResponseBase:
+    """/teams/<id>/reviews.csv and .json: every verdict and comment on the team's sessions, for
+    any member of the team (viewers read them on the session page too); others get a 404."""
+    assert isinstance(request.user, User)
+    team = teams.team_get_for_user(user=request.user, public_id=public_id)
+    return exports.team_reviews_response(request, team, fmt)
 
 
 # --- inline threads on the session page ------------------------------------------------------------

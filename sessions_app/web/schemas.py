@@ -109,12 +109,14 @@ class ForkIn(Schema):
 class ShareIn(Schema):
     entryId: EntryId | None = None  # None: the whole session; else that branch
     expiresDays: int | None = None
+    includeComments: bool = False  # the page shows review threads and verdicts (in its scope)
 
 
 class ShareOut(Schema):
     url: str  # shown once: only a hash of the token is stored
     entryId: str | None
     expiresAt: datetime | None
+    includeComments: bool
 
 
 class SyncStateOut(Schema):

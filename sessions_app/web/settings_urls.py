@@ -2,11 +2,12 @@ from __future__ import annotations
 
 from django.urls import path
 
+from sessions_app.web import review_views, shared_views
 from sessions_app.web import settings_views as v
-from sessions_app.web import shared_views
 from sessions_app.web.converters import ENTRY_ID
 
 app_name = "settings"
+reviews_download = review_views.team_reviews_download
 
 urlpatterns = [
     path("settings/tokens/", v.token_list, name="tokens"),
@@ -38,4 +39,6 @@ urlpatterns = [
     path("teams/<str:public_id>/slug/", v.team_slug, name="team_slug"),
     path("teams/<str:public_id>/scores/", v.score_create, name="score_create"),
     path("teams/<str:public_id>/scores/<int:config_id>/delete/", v.score_delete, name="score_delete"),
+    path("teams/<str:public_id>/reviews.csv", reviews_download, {"fmt": "csv"}, name="team_reviews_csv"),
+    path("teams/<str:public_id>/reviews.json", reviews_download, {"fmt": "json"}, name="team_reviews_json"),
 ]

@@ -37,6 +37,7 @@ class TokenForm(forms.Form):
 class ShareForm(forms.Form):
     entry = entry_id_field(required=False)
     expires_days = forms.IntegerField(required=False, min_value=1, max_value=3650)
+    include_comments = forms.BooleanField(required=False)  # the page shows review threads and verdicts
 
 
 class TeamForm(forms.Form):
@@ -128,7 +129,11 @@ def share_create(request: HttpRequest, public_id: str) -> HttpResponse:
         return render(request, "settings/share_created_page.html", context, status=FORM_ERRORS)
     d = form.cleaned_data
     share, token = shares.share_create(
-        session=session, user=_user(request), entry_id=d.get("entry") or None, expires_days=d.get("expires_days")
+        session=session,
+        user=_user(request),
+        entry_id=d.get("entry") or None,
+        expires_days=d.get("expires_days"),
+        include_comments=d.get("include_comments", False),
     )
     url = request.build_absolute_uri(reverse("settings:shared", args=[token]))
     page = (

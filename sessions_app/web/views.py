@@ -127,6 +127,20 @@ class Reader:
         mode = asked or "default"
         return "default" if mode == "commented" and self.share is not None else mode
 
+    def review_marks(self) -> dict[str, dict[str, Any]]:
+        """The tree rows' comment counts and verdict markers the reader may see (shares.share_shows_reviews)."""
+        if not shares.share_shows_reviews(self.share):
+            return {}
+        return reviews.tree_marks(session=self.session, within=self.scope)
+
+    def threads(self, entry_ids: list[str]) -> dict[str, list[list[Any]]]:
+        """The review threads on these entries that the reader may see, read-only for a link's visitor
+        (its can is empty, so the threads partial draws no forms)."""
+        if not shares.share_shows_reviews(self.share):
+            return {}
+        shown = [e for e in entry_ids if self.scope is None or e in self.scope]
+        return reviews.threads_by_entry(session=self.session, entry_ids=shown)
+
     def place(self, params: dict[str, Any]) -> explorer.Place:
         if self.share is not None:
             return shares.shared_place(self.share, self.scope, leaf_id=params["leaf"], target_id=params["target"])
@@ -188,7 +202,7 @@ class Presenter:
         self.reader, self.session, self.rows, self.labels, self.on_path = reader, reader.session, rows, labels, on_path
         self.view_leaf, self.focus, self.mode, self.current, self.q = view_leaf, focus, mode, current, q
         self.words = tv.search_words(q)
-        self.review_marks = {} if reader.share else reviews.tree_marks(session=reader.session)  # no comments on shares
+        self.review_marks = reader.review_marks()
 
     def open_url(self, node: str) -> str:
         """The page at this node; a search's results keep the search (and its next and previous)."""
@@ -330,8 +344,7 @@ def _decorate(
     session_leaf: str | None,
 ) -> list[dict[str, Any]]:
     leaf_path = _leaf_path(reader, leaf_id, session_leaf)
-    # Share links show no comments (their creator cannot choose that yet).
-    threads = {} if reader.share else reviews.threads_by_entry(session=reader.session, entry_ids=[s.id for s in shown])
+    threads = reader.threads([s.id for s in shown])
     out = []
     for s in shown:
         sib = sibs.get(s.id)
@@ -637,7 +650,8 @@ def export_jsonl(request: HtmxHttpRequest, session: Session) -> StreamingHttpRes
 @session_view
 def export_page(request: HtmxHttpRequest, session: Session) -> HttpResponseBase:
     try:
-        return exports.html_response(request, session)
+        with_reviews = request.GET.get("comments") in ("1", "true", "on")
+        return exports.html_response(request, session, with_reviews=with_reviews)
     except ExportTooLarge as exc:
         context = {"session": session, "message": exc.message, "jsonl": exc.extra["jsonl"]}
         return render(request, "sessions_app/export_too_large.html", context, status=exc.status)

@@ -149,6 +149,8 @@ TEAM_ROUTES = [
     ("slug", "post", "/teams/{team}/slug/", {"slug": "renamed"}, "manage", 302),
     ("score_add", "post", "/teams/{team}/scores/", {"name": "q", "kind": "boolean"}, "manage", 302),
     ("score_delete", "post", "/teams/{team}/scores/{config}/delete/", {}, "manage", 302),
+    ("reviews_csv", "get", "/teams/{team}/reviews.csv", None, "read", 200),  # every member: viewers read them
+    ("reviews_json", "get", "/teams/{team}/reviews.json", None, "read", 200),
 ]
 TEAM_CASES = [(r, who, scope) for r in TEAM_ROUTES for who in ROLES for scope in ("core", "other")]
 

@@ -10,8 +10,8 @@ import pytest
 from django.contrib.auth.models import User
 
 from sessions_app.models import Session
-from sessions_app.store import services
-from tests.browser.harness import session_actions, wait_until
+from sessions_app.store import reviews, services
+from tests.browser.harness import ConsoleLog, session_actions, wait_until
 from tests.browser.shots import shot
 from tests.builders import assistant, user
 from tests.xss import ALL, hostile_payloads
@@ -109,3 +109,42 @@ def test_the_export_is_interactive_offline(login, server, tmp_path):
     offline.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
     offline.mouse.move(300, 300)
     assert offline.evaluate("window.__xss") is None
+
+
+def test_the_export_with_reviews_shows_threads_and_verdicts_offline(login, server, tmp_path):
+    page = login()
+    owner = User.objects.get(username="alice")
+    s, ids = branchy(owner)
+    root = reviews.comment_create(session=s, author=owner, entry_id=ids["a1"], body="Is **this** enough? " + ALL)
+    reviews.comment_create(session=s, author=owner, entry_id=ids["a1"], body="yes", parent_id=root.pk)
+    reviews.comment_create(session=s, author=owner, entry_id=ids["a2a"], body="on the other branch")
+    reviews.verdict_create(session=s, reviewer=owner, entry_id=ids["a2b"], verdict="approved", body="fine")
+    page.goto(f"{server}/sessions/{s.public_id}/")
+    session_actions(page)
+    with page.expect_download() as dl:
+        page.click("[data-action=export-reviews]")
+    path = tmp_path / "export.html"
+    dl.value.save_as(path)
+
+    offline = page.context.new_page()
+    console = ConsoleLog(offline)
+    offline.goto(f"file://{path}")
+    offline.wait_for_selector("#conv .reviews")
+    a1 = offline.locator(f"#entry-{ids['a1']} .reviews")
+    assert a1.locator(".comment").count() == 2 and a1.locator(".comment.reply").count() == 1
+    assert a1.locator(".md strong").first.inner_text() == "this"
+    assert offline.locator(f"#entry-{ids['a2b']} .verdict.v-approved").inner_text().count("fine") == 1
+    assert offline.locator(f'#tree .row[data-id="{ids["a1"]}"] .cm').inner_text() == "💬2"
+    assert offline.locator(f'#tree .row[data-id="{ids["a2b"]}"] .vm.v-approved').count() == 1
+    assert "on the other branch" not in offline.locator("#conv").inner_text()
+    shot(offline, "export-reviews")
+    # A comment's deep link opens its branch.
+    other = reviews.comment_batches(session=s)
+    linked = next(c for batch in other for c, _ in batch if c.entry_id == ids["a2a"])
+    offline.goto(f"file://{path}#comment-{linked.pk}")
+    offline.wait_for_selector(f"#comment-{linked.pk}")
+    assert "And in Rust?" in offline.locator("#conv").inner_text()
+    offline.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+    offline.mouse.move(300, 300)
+    assert offline.evaluate("window.__xss") is None
+    assert console.unexpected() == []

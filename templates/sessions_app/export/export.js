@@ -1,7 +1,9 @@
 /* piweb's HTML export (sessions_app/render/export.py): the tree with its branches, filters, search and
    the conversation, offline. Cards hold HTML the server rendered and sanitised (the app's markdown
    rules); every other text goes through textContent. Deep links: ?leafId=&targetId= as pi's export,
-   plus &filter= and &q=. */
+   plus &filter= and &q=. An export with reviews also holds the review comments and verdicts
+   (script.piweb-reviews): drawn under their entry's card, counted on its tree row; #comment-<id>
+   opens a comment. */
 (function () {
   "use strict";
   var doc = document;
@@ -20,6 +22,24 @@
     if (e.t === "label" && e.g) { if (e.l) labels[e.g] = e.l; else delete labels[e.g]; }
   });
   Object.keys(kids).forEach(function (k) { kids[k].sort(function (a, b) { return a.ts - b.ts; }); });
+  // Review comments and verdicts: threads (root, then replies) and verdicts by entry id.
+  var R = { threads: Object.create(null), verdicts: Object.create(null), comments: Object.create(null),
+    counts: Object.create(null), latest: Object.create(null) };
+  Array.prototype.forEach.call(doc.querySelectorAll("script.piweb-reviews"), function (s) {
+    JSON.parse(s.textContent).forEach(function (x) {
+      if (x.k === "c") {
+        R.comments[x.id] = x;
+        x.replies = [];
+        if (x.p == null) (R.threads[x.e] = R.threads[x.e] || []).push(x);
+        else if (R.comments[x.p]) R.comments[x.p].replies.push(x);
+        if (x.h != null) R.counts[x.e] = (R.counts[x.e] || 0) + 1;
+      } else if (x.k === "v") {
+        (R.verdicts[x.e] = R.verdicts[x.e] || []).push(x);
+        (R.latest[x.e] = R.latest[x.e] || Object.create(null))[x.a] = x.v;  // each reviewer's latest
+      }
+    });
+  });
+  var VERDICTS = { approved: ["✓", "approved"], changes_requested: ["✗", "changes requested"], flagged: ["⚑", "flagged"] };
 
   var FILTERS = ["default", "no-tools", "user-only", "labeled-only", "all"];
   var HIDDEN = { label: 1, custom: 1, model_change: 1, thinking_level_change: 1, session_info: 1 };
@@ -116,6 +136,12 @@
     var t = el("span", "txt");
     t.appendChild(marked(rowText(e), ws));
     r.appendChild(t);
+    if (R.counts[e.i]) r.appendChild(el("span", "cm", "💬" + R.counts[e.i]));
+    if (R.latest[e.i]) Object.keys(R.latest[e.i]).sort().forEach(function (who) {
+      var v = R.latest[e.i][who], vm = el("span", "vm v-" + v, (VERDICTS[v] || ["?"])[0]);
+      vm.title = who + ": " + ((VERDICTS[v] || [0, v])[1]) + ", reviewed up to here";
+      r.appendChild(vm);
+    });
     if (onPath[e.i]) r.classList.add("path");
     if (e.i === targetId) r.classList.add("sel");
     rowOf[e.i] = r;
@@ -190,6 +216,40 @@
     } else if (b.k === "output") parent.appendChild(output(b));
     else if (b.k === "image") image(parent, b);
   }
+  function reviewHead(cls, who, when) {
+    var head = el("div", "rv-head");
+    if (cls) head.appendChild(cls);
+    head.appendChild(el("span", "who", who));
+    head.appendChild(el("span", "meta", when));
+    return head;
+  }
+  function reviewBox(e) {
+    var ts = R.threads[e.i], vs = R.verdicts[e.i];
+    if (!ts && !vs) return null;
+    var box = el("div", "reviews");
+    (vs || []).forEach(function (v) {
+      var d = el("div", "verdict v-" + v.v), kind = VERDICTS[v.v] || ["?", v.v];
+      d.id = "verdict-" + v.id;
+      d.appendChild(reviewHead(el("span", "vm v-" + v.v, kind[0] + " " + kind[1]), v.a, v.t));
+      if (v.h) d.appendChild(html("md", v.h));
+      var names = Object.keys(v.s || {});
+      if (names.length) d.appendChild(el("div", "meta", names.map(function (n) { return n + ": " + JSON.stringify(v.s[n]); }).join(" · ")));
+      box.appendChild(d);
+    });
+    (ts || []).forEach(function (root) {
+      var t = el("div", "thread" + (root.r ? " resolved" : ""));
+      [root].concat(root.replies).forEach(function (c) {
+        var d = el("div", "comment" + (c.p != null ? " reply" : ""));
+        d.id = "comment-" + c.id;
+        d.appendChild(reviewHead(null, c.a, c.t + (c.ed ? " (edited)" : "")));
+        d.appendChild(c.h == null ? el("p", "muted", "Comment deleted.") : html("md", c.h));
+        t.appendChild(d);
+      });
+      if (root.r) t.appendChild(el("p", "muted", "Resolved."));
+      box.appendChild(t);
+    });
+    return box;
+  }
   function deepLink(leaf, target) {
     var q = new URLSearchParams();
     if (leaf) q.set("leafId", leaf);
@@ -238,6 +298,8 @@
     div.appendChild(head);
     (e.b || []).forEach(function (b) { block(div, b, results); });
     if (e.n) div.appendChild(el("p", "note", e.n));
+    var rv = reviewBox(e);
+    if (rv) div.appendChild(rv);
     return div;
   }
   function drawConv(keepSpan) {
@@ -253,7 +315,11 @@
     if (span.from > 0) conv.appendChild(more("Show " + Math.min(WINDOW, span.from) + " earlier entries", function () { span.from = Math.max(0, span.from - WINDOW); }));
     for (var i = span.from; i < span.to; i++) {
       var e = path[i];
-      if (e.k === "tool" && e.c && calls[e.c]) continue;  // drawn under its call
+      if (e.k === "tool" && e.c && calls[e.c]) {  // drawn under its call, and so are its reviews
+        var rb = reviewBox(e), last = conv.lastChild;
+        if (rb && last && last.classList.contains("msg")) last.appendChild(rb);
+        continue;
+      }
       var c = card(e, results);
       if (!c) continue;
       if (e.i === targetId) c.classList.add("target");
@@ -335,9 +401,22 @@
     ev.preventDefault();
   });
 
+  function linkedComment() { var m = /^#comment-(\d+)$/.exec(location.hash); return m && R.comments[m[1]]; }
+  window.addEventListener("hashchange", function () {
+    var c = linkedComment();
+    if (!c || !by[c.e]) return;
+    open(c.e, false);
+    var n = doc.getElementById("comment-" + c.id);
+    if (n) n.scrollIntoView({ block: "start" });
+  });
+  var linked = linkedComment();
+  if (linked && by[linked.e]) {
+    targetId = linked.e;
+    if (pathTo(leafId).indexOf(by[targetId]) < 0) leafId = newestLeaf(targetId);
+  }
   markPath();
   drawTree();
   drawConv(false);
-  var first = doc.getElementById("entry-" + targetId);
+  var first = doc.getElementById(linked ? "comment-" + linked.id : "entry-" + targetId) || doc.getElementById("entry-" + targetId);
   if (first) first.scrollIntoView({ block: "start" });
 })();

@@ -30,6 +30,7 @@ ROUTES = {
     "/api/sessions/{session_id}/reviews": {"get", "post"},
     "/api/sessions/{session_id}/review-requests": {"post"},
     "/api/reviews": {"get"},
+    "/api/teams/{team_id}/reviews": {"get"},
 }
 
 
