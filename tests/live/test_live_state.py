@@ -81,13 +81,13 @@ async def test_partial_is_saved_to_the_row_while_streaming_and_throttled(
     settings.PIWEB_STREAM_INTERVAL_MS = 0  # one delta per word
     settings.PIWEB_STREAM_SAVE_MS = 100
     saves: list[tuple[float, int]] = []
-    real = streaming._save_partial
+    real = streaming.partial_save
 
     def recording(turn_pk: int, message: dict[str, Any], index: int) -> None:
         saves.append((time.monotonic(), index))
         real(turn_pk, message, index)
 
-    monkeypatch.setattr(streaming, "_save_partial", recording)
+    monkeypatch.setattr(streaming, "partial_save", recording)
     await alice_async.post(f"/sessions/{chat_session.public_id}/chat/send/", {"text": "save me " * 10})
     seen = None
     for _ in range(300):  # the row fills up while the turn is still streaming
@@ -110,13 +110,13 @@ async def test_strict_mode_saves_before_every_delta(settings, chat_session, alic
     settings.PIWEB_STREAM_SAVE_MS = 0
     settings.PIWEB_STREAM_INTERVAL_MS = 0
     indexes: list[int] = []
-    real = streaming._save_partial
+    real = streaming.partial_save
 
     def recording(turn_pk: int, message: dict[str, Any], index: int) -> None:
         indexes.append(index)
         real(turn_pk, message, index)
 
-    monkeypatch.setattr(streaming, "_save_partial", recording)
+    monkeypatch.setattr(streaming, "partial_save", recording)
     await alice_async.post(f"/sessions/{chat_session.public_id}/chat/send/", {"text": "strict"})
     await wait_turns_done(chat_session)
     final = await StreamingTurn.objects.aget(session=chat_session)
