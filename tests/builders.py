@@ -63,17 +63,29 @@ def header(session_id: str = SESSION_ID, version: int | None = 3, **extra: Any) 
     return obj
 
 
+def demo_message(text: str, ts: int = 123) -> dict[str, Any]:
+    """An assistant message as piweb's demo model writes it, usage and cost all zero (a turn's partial)."""
+    zero = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
+    usage = {**zero, "totalTokens": 0, "cost": {**zero, "total": 0}}
+    message: dict[str, Any] = assistant(text, ts, api="demo", provider="piweb", model="piweb-demo", usage=usage)[
+        "message"
+    ]
+    return message
+
+
 def entry(
     entry_id: str,
     parent_id: str | None,
     kind: str = "message",
     timestamp: str = "2025-12-08T23:23:00.000Z",
+    *,
+    text: str | None = None,
     **fields: Any,
 ) -> dict[str, Any]:
-    """A v3 entry line object. A `message` without fields gets a user message."""
+    """A v3 entry line object. A `message` without fields gets a user message (saying text)."""
     obj: dict[str, Any] = {"type": kind, "id": entry_id, "parentId": parent_id, "timestamp": timestamp}
     if kind == "message" and "message" not in fields:
-        fields["message"] = user(f"text of {entry_id}")["message"]
+        fields["message"] = user(f"text of {entry_id}" if text is None else text)["message"]
     obj.update(fields)
     return obj
 
@@ -90,6 +102,11 @@ def chain(n: int, start: int = 1, parent: str | None = None) -> list[dict[str, A
 def line(obj: Any) -> bytes:
     """obj as JSON.stringify writes it (lone surrogates escaped, JS number forms)."""
     return jsjson.dumps(obj).encode()
+
+
+def raw(obj: Any) -> str:
+    """obj as a stored line (Entry.raw): line() as text."""
+    return jsjson.dumps(obj)
 
 
 def jsonl(*objs: Any) -> bytes:

@@ -41,7 +41,9 @@ def user_group(user_id: int) -> str:
     return f"user.{user_id}"
 
 
-def _send(group: str) -> None:
+def recheck_send(group: str) -> None:
+    """Tell the sockets in a channel-layer group (user_group) to check their access again. Public so
+    that tests can watch what is sent; a failure is logged, never raised (the write has committed)."""
     layer = get_channel_layer()
     if layer is None:
         return
@@ -54,7 +56,7 @@ def _send(group: str) -> None:
 
 def user_revoked_publish(*, user_id: int, team_id: int | None = None) -> None:
     """After commit: the user's open websockets recheck access (team_id only documents why)."""
-    transaction.on_commit(lambda: _send(user_group(user_id)))
+    transaction.on_commit(lambda: recheck_send(user_group(user_id)))
 
 
 def session_access_changed_publish(*, session: Session) -> None:

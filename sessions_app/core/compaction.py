@@ -19,7 +19,7 @@ from typing import Any
 
 from sessions_app.core import jsjson
 from sessions_app.core.context import entry_message
-from sessions_app.core.tree import Node, TreeIndex, content_text, path_to_root
+from sessions_app.core.tree import Node, TreeIndex, common_ancestor, content_text
 
 Message = dict[str, Any]
 
@@ -683,8 +683,7 @@ def collect_entries_for_branch_summary(
     """
     if not old_leaf_id:
         return [], None
-    on_old = {n.id for n in path_to_root(idx, old_leaf_id)}
-    ancestor = next((n.id for n in reversed(path_to_root(idx, target_id)) if n.id in on_old), None)
+    ancestor = common_ancestor(idx, old_leaf_id, target_id)
     entries: list[Node] = []
     seen: set[str] = set()
     current: str | None = old_leaf_id

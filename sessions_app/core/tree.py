@@ -200,12 +200,10 @@ def editor_text(data: Mapping[str, Any]) -> str:
 
 
 def common_ancestor(idx: TreeIndex, a: str | None, b: str | None) -> str | None:
+    """The deepest entry on both a's and b's paths to the root (either one itself when it is on the
+    other's path); None when they share no root or either is missing. As pi's branch summary finds it."""
     on_a = {n.id for n in path_to_root(idx, a)}
-    common: str | None = None
-    for node in path_to_root(idx, b):
-        if node.id in on_a:
-            common = node.id
-    return common
+    return next((n.id for n in reversed(path_to_root(idx, b)) if n.id in on_a), None)
 
 
 def check_acyclic(parents: Mapping[str, str | None]) -> list[str]:

@@ -161,7 +161,9 @@ def _claim(turn_pk: int) -> tuple[StreamingTurn, dict[str, Any]] | None:
     return turn, context
 
 
-def _save_partial(turn_pk: int, message: dict[str, Any], index: int) -> None:
+def partial_save(turn_pk: int, message: dict[str, Any], index: int) -> None:
+    """The turn row's copy of the output so far (delta index), which recovery falls back on; the
+    runner calls it at most every PIWEB_STREAM_SAVE_MS (before every delta when that is 0)."""
     StreamingTurn.objects.filter(pk=turn_pk, status="streaming").update(
         partial=message, last_index=index, heartbeat_at=timezone.now()
     )
@@ -297,7 +299,7 @@ class _Saver:
             if item is None:  # close() came while waiting
                 return  # type: ignore[unreachable]
             try:
-                await database_sync_to_async(_save_partial)(self.turn_pk, item[0], item[1])
+                await database_sync_to_async(partial_save)(self.turn_pk, item[0], item[1])
                 self.saves += 1
             except Exception:  # pragma: no cover - a lost save only widens what a crash loses
                 log.exception("turn %s: saving the partial failed", self.turn_pk)
@@ -409,7 +411,7 @@ async def run_turn(turn_pk: int, *, registry: Registry | None = None) -> str | N
             index += 1
             message = coalescer.asm.message()
             if save_interval() <= 0:  # strict: the row is written before every delta goes out
-                await database_sync_to_async(_save_partial)(turn_pk, message, index)
+                await database_sync_to_async(partial_save)(turn_pk, message, index)
             else:
                 saver.offer(message, index)
             delta: events.DeltaEvent = {

@@ -1,4 +1,4 @@
-"""Models and providers from settings or the environment; the offline demo model when no key is set.
+"""Models and providers from settings; the offline demo model when no key is set.
 
 Keys are wrapped in :class:`~sessions_app.llm.base.Secret` as soon as they are read, so no repr,
 str, log line or error message built from these objects can contain one.
@@ -7,7 +7,6 @@ str, log line or error message built from these objects can contain one.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -105,14 +104,15 @@ def build_registry(
     anthropic_api_key: str = "",
     anthropic_base_url: str = "",
     models_json: str = "",
-    demo_delay: float = 0.02,
+    demo_delay: float | None = None,
     max_retries: int = 2,
 ) -> Registry:
     """Models whose provider has a key, then the demo model (the default when no key is set).
 
     A provider's SDK is imported only when its key is set: each takes seconds to import, in every
     server and worker process."""
-    providers: dict[str, Provider] = {"demo": DemoProvider(delay=demo_delay)}
+    demo = DemoProvider() if demo_delay is None else DemoProvider(delay=demo_delay)
+    providers: dict[str, Provider] = {"demo": demo}
     if openai_api_key:
         from sessions_app.llm.openai_chat import OpenAIChatProvider
 
@@ -130,26 +130,15 @@ def build_registry(
     return Registry(models=models, providers=providers)
 
 
-def _read(source: Mapping[str, Any] | Any, name: str) -> str:
-    value = source.get(name, "") if isinstance(source, Mapping) else getattr(source, name, "")
-    return str(value or "")
-
-
-def registry_from_settings(source: Mapping[str, Any] | Any | None = None) -> Registry:
-    """From Django settings (default) or any mapping/object with the PIWEB_* names; env as fallback."""
-    if source is None:
-        from django.conf import settings  # lazy: the rest of the package runs without Django
-
-        source = settings
-
-    def read(name: str) -> str:
-        return _read(source, name) or os.environ.get(name, "")
+def registry_from_settings() -> Registry:
+    """From the PIWEB_* Django settings (piweb/settings.py reads them from the environment)."""
+    from django.conf import settings  # lazy: the rest of the package runs without Django
 
     return build_registry(
-        openai_api_key=read("PIWEB_OPENAI_API_KEY"),
-        openai_base_url=read("PIWEB_OPENAI_BASE_URL"),
-        anthropic_api_key=read("PIWEB_ANTHROPIC_API_KEY"),
-        anthropic_base_url=read("PIWEB_ANTHROPIC_BASE_URL"),
-        models_json=read("PIWEB_LLM_MODELS"),
-        demo_delay=float(read("PIWEB_DEMO_DELAY") or 0.02),
+        openai_api_key=settings.PIWEB_OPENAI_API_KEY,
+        openai_base_url=settings.PIWEB_OPENAI_BASE_URL,
+        anthropic_api_key=settings.PIWEB_ANTHROPIC_API_KEY,
+        anthropic_base_url=settings.PIWEB_ANTHROPIC_BASE_URL,
+        models_json=settings.PIWEB_LLM_MODELS,
+        demo_delay=float(settings.PIWEB_DEMO_DELAY),
     )

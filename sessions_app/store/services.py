@@ -30,6 +30,7 @@ from sessions_app.errors import EntryNotFound, InvalidEntry, SessionConflict, Se
 from sessions_app.models import Entry, Session
 from sessions_app.store import rows, search_index
 from sessions_app.store import selectors as sel
+from sessions_app.store.batches import in_batches
 from sessions_app.store.stored_tree import DbTree
 
 log = logging.getLogger(__name__)
@@ -349,7 +350,9 @@ def session_fork(*, session: Session, entry_id: str, owner: User) -> Session:
         created=header["timestamp"],
         parent_session=session,
     )
-    raws = dict(Entry.objects.filter(session=session, entry_id__in=[n.id for n in path]).values_list("entry_id", "raw"))
+    stored = Entry.objects.filter(session=session)
+    ids = [n.id for n in path]
+    raws = dict(in_batches(ids, lambda part: stored.filter(entry_id__in=part).values_list("entry_id", "raw")))
     tree = DbTree(fork)
     _store(
         fork, [_line(dict(n.data), jsjson.dumps(n.data) if n.id in rechained else raws[n.id]) for n in path], None, tree

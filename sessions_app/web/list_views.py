@@ -10,14 +10,14 @@ from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
-from django.http import HttpResponse, HttpResponseBadRequest
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseStopPolling
 
 from sessions_app.access import permissions, teams
-from sessions_app.errors import ImportNotFound
+from sessions_app.errors import ImportNotFound, InvalidRequest
 from sessions_app.store import explorer, services
 from sessions_app.store.importing import background
 from sessions_app.web import forms, header
@@ -59,7 +59,7 @@ def session_new(request: HtmxHttpRequest) -> HttpResponse:
     chosen), then its page with the composer focused."""
     form = forms.NewChatForm(request.POST)
     if not form.is_valid():
-        return HttpResponseBadRequest("Choose a team or none.")
+        raise InvalidRequest("Choose a team or none.", errors=form.errors.get_json_data())
     user = request_user(request)
     team = form.cleaned_data["team"]
     with transaction.atomic():

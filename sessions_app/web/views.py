@@ -20,7 +20,6 @@ from django.http import (
     Http404,
     HttpRequest,
     HttpResponse,
-    HttpResponseBadRequest,
     StreamingHttpResponse,
 )
 from django.http.response import HttpResponseBase
@@ -386,7 +385,7 @@ ReaderFunc = Callable[Concatenate[HtmxHttpRequest, Reader, P], HttpResponse]
 def gap_response(request: HtmxHttpRequest, reader: Reader) -> HttpResponse:
     form = forms.GapForm(request.GET)
     if not form.is_valid():
-        return HttpResponseBadRequest("bad gap")
+        raise InvalidRequest("bad gap", errors=form.errors.get_json_data())
     d = form.cleaned_data
     mode = reader.mode(d.get("filter"))
     reader.entry_row(d["node"])
@@ -421,7 +420,7 @@ def gap_response(request: HtmxHttpRequest, reader: Reader) -> HttpResponse:
 def branch_response(request: HtmxHttpRequest, reader: Reader) -> HttpResponse:
     form = forms.GapForm(request.GET)
     if not form.is_valid():
-        return HttpResponseBadRequest("bad branch")
+        raise InvalidRequest("bad branch", errors=form.errors.get_json_data())
     d = form.cleaned_data
     mode = reader.mode(d.get("filter"))
     reader.entry_row(d["node"])
@@ -596,7 +595,7 @@ def entry_append(request: HtmxHttpRequest, session: Session) -> HttpResponse:
     """The composer: append the text as a user message at the session's leaf."""
     form = forms.ComposerForm(request.POST)
     if not form.is_valid():
-        return HttpResponseBadRequest("Write something first.")
+        raise InvalidRequest("Write something first.")
     payload = {
         "type": "message",
         "message": {

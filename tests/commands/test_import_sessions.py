@@ -4,29 +4,16 @@ from __future__ import annotations
 
 import json
 from io import StringIO
-from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
 
 from sessions_app.models import Entry, Session
-from tests.builders import session_id_of
+from tests.builders import entry, header, jsonl, session_id_of
 
 pytestmark = pytest.mark.django_db
 
-HEADER = {"type": "session", "version": 3, "id": "hand-made-1", "timestamp": "2026-01-05T09:00:00.000Z", "cwd": "/w"}
-
-
-def message(entry_id: str, parent: str | None, text: str) -> str:
-    return json.dumps(
-        {"type": "message", "id": entry_id, "parentId": parent, "timestamp": "2026-01-05T09:00:01.000Z",
-         "message": {"role": "user", "content": text, "timestamp": 1767603601000}},
-        separators=(",", ":"),
-    )  # fmt: skip
-
-
-def jsonl(*lines: str, header: dict[str, Any] | None = None) -> bytes:
-    return ("\n".join([json.dumps(header or HEADER, separators=(",", ":")), *lines]) + "\n").encode()
+HEADER = header("hand-made-1")
 
 
 def run(*args: str) -> str:
@@ -71,11 +58,11 @@ def test_rerun_imports_nothing_new(alice, pi_sessions, generated):
 
 
 def test_grown_file_appends_only_new_lines(alice, pi_sessions):
-    path = pi_sessions("/p", "s.jsonl", jsonl(message("e1", None, "one"), message("e2", "e1", "two")))
+    path = pi_sessions("/p", "s.jsonl", jsonl(HEADER, entry("e1", None, text="one"), entry("e2", "e1", text="two")))
     run(str(path), "--user", "alice")
     first_rows = list(Entry.objects.order_by("seq").values_list("pk", "entry_id"))
     with path.open("ab") as f:
-        f.write((message("e3", "e2", "three") + "\n" + message("e4", "e1", "branch") + "\n").encode())
+        f.write(jsonl(entry("e3", "e2", text="three"), entry("e4", "e1", text="branch")))
     output = run(str(pi_sessions.root), "--user", "alice")
     assert "1 files: 0 new, 1 grown, 0 unchanged, 0 rejected" in output
     rows = list(Entry.objects.order_by("seq").values_list("pk", "entry_id"))
@@ -101,7 +88,9 @@ def test_grown_real_size_file(alice, tmp_path, generated):
 
 def test_bad_file_is_reported_with_line_and_fails(alice, pi_sessions, generated, capsys):
     good = pi_sessions("/p", "good.jsonl", generated(entries=20, seed=9))
-    bad = pi_sessions("/p", "bad.jsonl", jsonl(message("e1", None, "ok"), "{broken", message("e3", "nope", "orphan")))
+    bad = pi_sessions(
+        "/p", "bad.jsonl", jsonl(HEADER, entry("e1", None, text="ok"), "{broken", entry("e3", "nope", text="orphan"))
+    )
     with pytest.raises(CommandError, match=r"2 files: 1 new, 0 grown, 0 unchanged, 1 rejected"):
         run(str(pi_sessions.root), "--user", "alice")
     printed = capsys.readouterr()
@@ -115,7 +104,9 @@ def test_bad_file_is_reported_with_line_and_fails(alice, pi_sessions, generated,
 
 
 def test_partial_imports_the_valid_part(alice, pi_sessions, capsys):
-    bad = pi_sessions("/p", "bad.jsonl", jsonl(message("e1", None, "ok"), "{broken", message("e3", "nope", "orphan")))
+    bad = pi_sessions(
+        "/p", "bad.jsonl", jsonl(HEADER, entry("e1", None, text="ok"), "{broken", entry("e3", "nope", text="orphan"))
+    )
     output = run(str(bad), "--user", "alice", "--partial")
     assert "1 files: 1 new, 0 grown, 0 unchanged, 0 rejected" in output
     printed = capsys.readouterr()
@@ -144,7 +135,7 @@ def test_missing_path(alice, tmp_path):
 
 def test_another_users_session_id_is_imported_under_a_new_id(alice, bob, tmp_path):
     path = tmp_path / "s.jsonl"
-    path.write_bytes(jsonl(message("e1", None, "mine")))
+    path.write_bytes(jsonl(HEADER, entry("e1", None, text="mine")))
     run(str(path), "--user", "alice")
     run(str(path), "--user", "bob")
     assert Session.objects.get(public_id="hand-made-1").owner == alice

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
 from sessions_app.core import piformat
 from sessions_app.core.piformat import Limits, Line, Problem
+from tests.builders import entry
 
+NEW_YEAR = "2026-01-01T00:00:00.000Z"
 HEADER = b'{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}'
 
 
@@ -24,23 +25,20 @@ def read_one(line: bytes, limits: Limits | None = None) -> piformat.Item:
     return items[1]
 
 
-def entry() -> dict[str, Any]:
-    return {
-        "type": "message", "id": "a1b2c3d4", "parentId": None, "timestamp": "2026-01-01T00:00:00.000Z",
-        "message": {"role": "user", "content": [{"type": "text", "text": "hi"}], "timestamp": 1},
-    }  # fmt: skip
-
-
 def test_a_line_is_read_alone_and_in_place():
-    line = json.dumps(entry()).encode()
+    line = json.dumps(entry("a1b2c3d4", None, timestamp=NEW_YEAR, text="hi")).encode()
     item = read_one(line)
     assert isinstance(item, Line)
-    assert item.data == entry() and item.raw == line.decode() and item.line == 3
+    assert (
+        item.data == entry("a1b2c3d4", None, timestamp=NEW_YEAR, text="hi")
+        and item.raw == line.decode()
+        and item.line == 3
+    )
     assert item.ts_ms == 1767225600000 and item.preview == "user: hi"
 
 
 def test_the_depth_bound_counts_the_line_only():
-    line = json.dumps(entry()).encode()
+    line = json.dumps(entry("a1b2c3d4", None, timestamp=NEW_YEAR, text="hi")).encode()
     own = 4  # the entry, its message, the content list, the text block
     assert isinstance(read_one(line, Limits(max_depth=own)), Line)
     item = read_one(line, Limits(max_depth=own - 1))
@@ -48,7 +46,7 @@ def test_the_depth_bound_counts_the_line_only():
 
 
 def test_a_line_over_the_limit_is_a_problem():
-    line = json.dumps(entry()).encode()
+    line = json.dumps(entry("a1b2c3d4", None, timestamp=NEW_YEAR, text="hi")).encode()
     item = read_one(line, Limits(max_line_bytes=len(line) - 1))
     assert isinstance(item, Problem) and "over the limit" in item.message
 
@@ -78,7 +76,7 @@ def test_a_line_over_the_limit_is_a_problem():
     ],
 )
 def test_reading_judges_a_line_as_validate_entry_does(mutate):
-    changed = entry()
+    changed = entry("a1b2c3d4", None, timestamp=NEW_YEAR, text="hi")
     mutate(changed)
     item = read_one(json.dumps(changed).encode())
     expected = piformat.validate_entry(changed)

@@ -19,18 +19,10 @@ from sessions_app.live import streaming
 from sessions_app.live.consumers import SessionConsumer
 from sessions_app.models import Entry, StreamingTurn
 from sessions_app.render import frames
+from tests.builders import demo_message
 from tests.live.sockets import connect, delta_text, frames_until, snapshot_text, wait_turns_done
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
-
-
-def partial(text: str) -> dict[str, Any]:
-    zero = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
-    return {
-        "role": "assistant", "content": [{"type": "text", "text": text}], "api": "demo", "provider": "piweb",
-        "model": "piweb-demo", "usage": {**zero, "totalTokens": 0, "cost": {**zero, "total": 0}},
-        "stopReason": "stop", "timestamp": 123,
-    }  # fmt: skip
 
 
 def streaming_row(session, *, runner: str, text: str, index: int) -> StreamingTurn:
@@ -40,7 +32,7 @@ def streaming_row(session, *, runner: str, text: str, index: int) -> StreamingTu
         parent_id=session.leaf_id,
         status="streaming",
         model={"api": "demo", "provider": "piweb", "id": "piweb-demo"},
-        partial=partial(text),
+        partial=demo_message(text),
         last_index=index,
         runner=runner,
         heartbeat_at=timezone.now(),
@@ -66,7 +58,7 @@ async def test_snapshot_prefers_the_live_state_over_the_lagging_row(chat_session
     row = await sync_to_async(streaming_row)(chat_session, runner=streaming.RUNNER_ID, text="Hel", index=1)
     turn = str(row.public_id)
     streaming._local_aborts[turn] = asyncio.Event()  # running in this process: not stale
-    await streaming.live_publish(chat_session.pk, delta_event(chat_session, turn, 3, " wor"), partial("Hello wor"))
+    await streaming.live_publish(chat_session.pk, delta_event(chat_session, turn, 3, " wor"), demo_message("Hello wor"))
     try:
         comm = await connect(alice, chat_session)
         frames = await frames_until(comm, "chat-presence")
@@ -89,13 +81,13 @@ async def test_partial_is_saved_to_the_row_while_streaming_and_throttled(
     settings.PIWEB_STREAM_INTERVAL_MS = 0  # one delta per word
     settings.PIWEB_STREAM_SAVE_MS = 100
     saves: list[tuple[float, int]] = []
-    real = streaming._save_partial
+    real = streaming.partial_save
 
     def recording(turn_pk: int, message: dict[str, Any], index: int) -> None:
         saves.append((time.monotonic(), index))
         real(turn_pk, message, index)
 
-    monkeypatch.setattr(streaming, "_save_partial", recording)
+    monkeypatch.setattr(streaming, "partial_save", recording)
     await alice_async.post(f"/sessions/{chat_session.public_id}/chat/send/", {"text": "save me " * 10})
     seen = None
     for _ in range(300):  # the row fills up while the turn is still streaming
@@ -118,13 +110,13 @@ async def test_strict_mode_saves_before_every_delta(settings, chat_session, alic
     settings.PIWEB_STREAM_SAVE_MS = 0
     settings.PIWEB_STREAM_INTERVAL_MS = 0
     indexes: list[int] = []
-    real = streaming._save_partial
+    real = streaming.partial_save
 
     def recording(turn_pk: int, message: dict[str, Any], index: int) -> None:
         indexes.append(index)
         real(turn_pk, message, index)
 
-    monkeypatch.setattr(streaming, "_save_partial", recording)
+    monkeypatch.setattr(streaming, "partial_save", recording)
     await alice_async.post(f"/sessions/{chat_session.public_id}/chat/send/", {"text": "strict"})
     await wait_turns_done(chat_session)
     final = await StreamingTurn.objects.aget(session=chat_session)
@@ -141,9 +133,9 @@ def test_recovery_uses_the_live_state_a_dead_runner_left(chat_session):
         from django.conf import settings
 
         with redis.Redis.from_url(settings.REDIS_URL) as client:
-            client.set(streaming._live_key(turn), orjson.dumps([4, partial("Hello world")]), ex=60)
+            client.set(streaming._live_key(turn), orjson.dumps([4, demo_message("Hello world")]), ex=60)
     else:
-        streaming._live[turn] = (4, partial("Hello world"))
+        streaming._live[turn] = (4, demo_message("Hello world"))
     try:
         assert streaming.recover_stale_turns(session=chat_session) == [turn]
     finally:

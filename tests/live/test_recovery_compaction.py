@@ -6,7 +6,6 @@ import asyncio
 import json
 import uuid
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -16,44 +15,28 @@ from sessions_app.core import jsjson
 from sessions_app.live import streaming
 from sessions_app.models import Entry, StreamingTurn
 from sessions_app.store import services
-from tests.builders import stored_message
+from tests.builders import demo_message, stored_message, user
 from tests.live.sockets import wait_turns_done
 from tests.llm.server import ScriptedServer, Stream, openai_sse
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
-def partial(text: str) -> dict[str, Any]:
-    zero = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
-    return {
-        "role": "assistant", "content": [{"type": "text", "text": text}], "api": "demo", "provider": "piweb",
-        "model": "piweb-demo", "usage": {**zero, "totalTokens": 0, "cost": {**zero, "total": 0}},
-        "stopReason": "stop", "timestamp": 123,
-    }  # fmt: skip
+def say(session, text: str, parent=services.UNSET):
+    return services.entry_append(session=session, payload=user(text, 1), parent_id=parent)
 
 
-def user(session, text: str, parent=services.UNSET):
-    return services.entry_append(
-        session=session,
-        payload={
-            "type": "message",
-            "message": {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 1},
-        },
-        parent_id=parent,
-    )
-
-
-def assistant(session, text: str, tokens: int = 10):
-    msg = partial(text)
-    msg["usage"]["input"] = msg["usage"]["totalTokens"] = tokens
-    return services.entry_append(session=session, payload={"type": "message", "message": msg})
+def answer(session, text: str, tokens: int = 10):
+    message = demo_message(text)
+    message["usage"]["input"] = message["usage"]["totalTokens"] = tokens
+    return services.entry_append(session=session, payload={"type": "message", "message": message})
 
 
 def test_dead_runner_turn_becomes_error_message_with_partial(chat_session):
-    u = user(chat_session, "hi")
+    u = say(chat_session, "hi")
     turn = StreamingTurn.objects.create(
         public_id=uuid.uuid4(), session=chat_session, parent_id=u.entry_id, status="streaming",
-        partial=partial("half a rep"), runner=f"{streaming.HOST}:999999:dead", heartbeat_at=timezone.now(),
+        partial=demo_message("half a rep"), runner=f"{streaming.HOST}:999999:dead", heartbeat_at=timezone.now(),
         model={"api": "demo", "provider": "piweb", "id": "piweb-demo"},
     )  # fmt: skip
     fresh = StreamingTurn.objects.create(
@@ -77,7 +60,7 @@ def test_dead_runner_turn_becomes_error_message_with_partial(chat_session):
 def test_recover_turns_command_all(chat_session):
     from django.core.management import call_command
 
-    u = user(chat_session, "hi")
+    u = say(chat_session, "hi")
     StreamingTurn.objects.create(
         public_id=uuid.uuid4(), session=chat_session, parent_id=u.entry_id, status="queued", model={}
     )
@@ -92,8 +75,8 @@ async def test_manual_compaction_with_focus(settings, chat_session, alice_async,
 
     def build():
         for i in range(6):
-            user(chat_session, f"question {i} " + "words " * 60)
-            assistant(chat_session, f"answer {i} " + "more " * 60)
+            say(chat_session, f"question {i} " + "words " * 60)
+            answer(chat_session, f"answer {i} " + "more " * 60)
 
     await sync_to_async(build)()
     leaf = (await chat_session.__class__.objects.aget(pk=chat_session.pk)).leaf_id
@@ -120,8 +103,8 @@ async def test_automatic_compaction_past_window_minus_reserve(settings, chat_ses
 
     def build():
         for i in range(3):
-            user(chat_session, f"q{i} " + "w " * 100)
-            assistant(chat_session, f"a{i} " + "x " * 100)
+            say(chat_session, f"q{i} " + "w " * 100)
+            answer(chat_session, f"a{i} " + "x " * 100)
 
     await sync_to_async(build)()
     await alice_async.post(f"/sessions/{chat_session.public_id}/chat/send/", {"text": "and now? " + "z " * 300})
@@ -139,10 +122,10 @@ async def test_automatic_compaction_past_window_minus_reserve(settings, chat_ses
 @pytest.mark.asyncio
 async def test_navigate_with_branch_summary(chat_session, alice_async, turn_worker):
     def build():
-        u1 = user(chat_session, "root question")
-        a1 = assistant(chat_session, "root answer")
-        user(chat_session, "explored branch " + "detail " * 20)
-        assistant(chat_session, "branch answer")
+        u1 = say(chat_session, "root question")
+        a1 = answer(chat_session, "root answer")
+        say(chat_session, "explored branch " + "detail " * 20)
+        answer(chat_session, "branch answer")
         return u1, a1
 
     u1, a1 = await sync_to_async(build)()

@@ -11,7 +11,18 @@ import time
 import pytest
 
 from sessions_app.llm.assemble import Assembler, collect, parse_arguments
-from sessions_app.llm.base import Done, Error, Event, ModelInfo, Secret, TextDelta, ThinkingDelta, ToolCallDelta, Usage
+from sessions_app.llm.base import (
+    Done,
+    Error,
+    Event,
+    ModelInfo,
+    SdkConnection,
+    Secret,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    Usage,
+)
 from sessions_app.llm.demo import DEMO_MODEL, DemoProvider, demo_reply
 from sessions_app.llm.registry import (
     DEFAULT_MODELS,
@@ -139,14 +150,6 @@ def test_keys_enable_their_providers_and_model_lists_can_be_replaced():
     assert [m.id for m in registry.models] == ["local", "piweb-demo"]
 
 
-def test_registry_from_settings_reads_piweb_names_with_env_fallback(monkeypatch):
-    monkeypatch.setenv("PIWEB_ANTHROPIC_API_KEY", "sk-env")
-    registry = registry_from_settings({"PIWEB_OPENAI_API_KEY": "sk-set", "PIWEB_DEMO_DELAY": "0"})
-    assert {m.provider for m in registry.models} == {"openai", "anthropic", "piweb"}
-    monkeypatch.delenv("PIWEB_ANTHROPIC_API_KEY")
-    assert registry_from_settings({}).models == (DEMO_MODEL,)
-
-
 def test_keys_never_show_in_repr_str_format_logs_or_pickles(caplog):
     key = "sk-live-SUPERSECRET-123"
     registry = build_registry(openai_api_key=key, anthropic_api_key=key)
@@ -210,9 +213,7 @@ def test_a_turn_ref_and_a_session_context_naming_the_same_model_resolve_alike():
     assert registry.resolve_context({"provider": "anthropic", "id": "local"}) is registry.default_model  # not pi's key
 
 
-def test_registry_from_django_settings(settings, monkeypatch):
-    for name in ("PIWEB_OPENAI_API_KEY", "PIWEB_ANTHROPIC_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
+def test_registry_from_django_settings(settings):
     settings.PIWEB_OPENAI_API_KEY = ""
     settings.PIWEB_ANTHROPIC_API_KEY = ""
     assert registry_from_settings().models == (DEMO_MODEL,)
@@ -221,6 +222,17 @@ def test_registry_from_django_settings(settings, monkeypatch):
     registry = registry_from_settings()
     assert registry.default_model.id == "claude-sonnet-4-5"
     assert registry.provider_for(DEMO_MODEL) == DemoProvider(delay=0.0)
+    settings.PIWEB_OPENAI_API_KEY = "sk-set"
+    settings.PIWEB_OPENAI_BASE_URL = "http://127.0.0.1:1/v1"
+    settings.PIWEB_LLM_MODELS = json.dumps([{"id": "local", "provider": "openai", "contextWindow": 1000}])
+    registry = registry_from_settings()
+    assert [m.id for m in registry.models] == ["local", "piweb-demo"]
+    provider = registry.provider_for(registry.get("local"))
+    assert isinstance(provider, SdkConnection) and provider.base_url == "http://127.0.0.1:1/v1"
+
+
+def test_the_demo_delay_defaults_to_the_demo_providers_own():
+    assert build_registry().provider_for(DEMO_MODEL) == DemoProvider()
 
 
 @pytest.mark.asyncio

@@ -14,7 +14,7 @@ import pytest
 from sessions_app.core import context
 from sessions_app.models import Session
 from sessions_app.store import demo, services
-from tests.builders import assistant, user
+from tests.builders import assistant, tool_result, user
 from tests.oracle.oracle import (
     MISSING,
     PiOracle,
@@ -36,14 +36,7 @@ USAGE = {
 }  # fmt: skip
 
 
-def _assistant(text: str, ts: int, **extra: Any) -> dict[str, Any]:
-    return assistant(text, ts, usage=USAGE, **extra)
-
-
-def _tool_result(call_id: str, text: str, ts: int) -> dict[str, Any]:
-    return {"type": "message", "message": {
-        "role": "toolResult", "toolCallId": call_id, "toolName": "bash", "content": [{"type": "text", "text": text}],
-        "details": {"exitCode": 0, "10": "ten", "2": "two"}, "isError": False, "timestamp": ts}}  # fmt: skip
+DETAILS = {"exitCode": 0, "10": "ten", "2": "two"}  # integer-like keys, which JavaScript objects put first
 
 
 def _conversation(alice: Any) -> tuple[Session, dict[str, str]]:
@@ -58,21 +51,23 @@ def _conversation(alice: Any) -> tuple[Session, dict[str, str]]:
     add({"type": "thinking_level_change", "thinkingLevel": "medium"})
     ids["q1"] = add(user("List the files, please.", 1_760_000_000_000))
     call = {"type": "toolCall", "id": "call_1", "name": "bash", "arguments": {"command": "ls", "2": "b", "1": "a"}}
-    ids["a1"] = add(_assistant("Listing.", 1_760_000_001_000, call=call, stopReason="toolUse"))
-    ids["r1"] = add(_tool_result("call_1", "a.py\nb.py", 1_760_000_002_000))
-    ids["a2"] = add(_assistant("Two files: a.py and b.py.", 1_760_000_003_000))
+    ids["a1"] = add(assistant("Listing.", 1_760_000_001_000, usage=USAGE, call=call, stopReason="toolUse"))
+    ids["r1"] = add(tool_result("call_1", "a.py\nb.py", 1_760_000_002_000, details=DETAILS))
+    ids["a2"] = add(assistant("Two files: a.py and b.py.", 1_760_000_003_000, usage=USAGE))
     ids["cm_hidden"] = add({"type": "custom_message", "customType": "notes", "content": "hidden", "display": False,
                             "details": {"why": "test"}})  # fmt: skip
     ids["custom"] = add({"type": "custom", "customType": "ext-state", "data": {"n": 1, "xs": [1.5, 2.0]}})
     services.label_set(session=s, target_id=ids["q1"], label="question", author=alice)
     services.label_set(session=s, target_id=ids["a2"], label="  answer  ", author=alice)
     ids["q2"] = add(user("Now open a.py.", 1_760_000_004_000))
-    ids["a3"] = add(_assistant("a.py holds the app.", 1_760_000_005_000))
+    ids["a3"] = add(assistant("a.py holds the app.", 1_760_000_005_000, usage=USAGE))
     # A retry: back to a2, another user turn (a sibling of q2).
     services.leaf_move(session=s, entry_id=ids["a2"])
     ids["q2b"] = add(user("Open b.py instead.", 1_760_000_006_000))
     add({"type": "model_change", "provider": "openai", "modelId": "gpt-5.1-codex"})
-    ids["a3b"] = add(_assistant("b.py holds the tests.", 1_760_000_007_000, provider="openai", model="gpt-5.1-codex"))
+    ids["a3b"] = add(
+        assistant("b.py holds the tests.", 1_760_000_007_000, usage=USAGE, provider="openai", model="gpt-5.1-codex")
+    )
     services.label_set(session=s, target_id=ids["q1"], label=None, author=alice)  # cleared
     ids["cm_shown"] = add({"type": "custom_message", "customType": "notes",
                            "content": [{"type": "text", "text": "shown"}], "display": True})  # fmt: skip
@@ -81,7 +76,7 @@ def _conversation(alice: Any) -> tuple[Session, dict[str, str]]:
                              "fromHook": False})  # fmt: skip
     add({"type": "thinking_level_change", "thinkingLevel": "high"})
     ids["q3"] = add(user("Summarise.", 1_760_000_008_000))
-    ids["a4"] = add(_assistant("Done.", 1_760_000_009_000))
+    ids["a4"] = add(assistant("Done.", 1_760_000_009_000, usage=USAGE))
     services.label_set(session=s, target_id=ids["q1"], label="question again", author=alice)
     # Back to q2's answer with a summary of the abandoned branch.
     ids["summary"] = services.branch_with_summary(
@@ -89,7 +84,7 @@ def _conversation(alice: Any) -> tuple[Session, dict[str, str]]:
         details={"readFiles": ["b.py"], "modifiedFiles": []}, from_hook=False, author=alice,
     ).entry_id  # fmt: skip
     ids["q4"] = add(user("Back on a.py.", 1_760_000_010_000))
-    ids["a5"] = add(_assistant("Still the app.", 1_760_000_011_000))
+    ids["a5"] = add(assistant("Still the app.", 1_760_000_011_000, usage=USAGE))
     # An extension's summary, appended as a plain entry (not through branch_with_summary).
     add({"type": "branch_summary", "fromId": ids["a3b"], "summary": "From an extension.", "details": {"2": 2, "1": 1},
          "fromHook": True})  # fmt: skip
@@ -103,10 +98,10 @@ def _roots(alice: Any) -> Session:
     """Several roots: a new root after leaf_move(None), a branch summary at the root; leaf None."""
     s = services.session_create(owner=alice, cwd="/tmp")
     first = services.entry_append(session=s, payload=user("First root.", 1_760_000_100_000)).entry_id
-    services.entry_append(session=s, payload=_assistant("One.", 1_760_000_101_000))
+    services.entry_append(session=s, payload=assistant("One.", 1_760_000_101_000, usage=USAGE))
     services.leaf_move(session=s, entry_id=None)
     services.entry_append(session=s, payload=user("Second root.", 1_760_000_102_000))
-    services.entry_append(session=s, payload=_assistant("Two.", 1_760_000_103_000))
+    services.entry_append(session=s, payload=assistant("Two.", 1_760_000_103_000, usage=USAGE))
     services.branch_with_summary(session=s, entry_id=None, summary="Started over from the very beginning.")
     services.entry_append(session=s, payload=user("Third root, under a summary.", 1_760_000_104_000))
     services.label_set(session=s, target_id=first, label="first")

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import json
-
 from sessions_app.render import markup
+from tests.builders import entry, raw
 from tests.xss import ALL, assert_no_live_payload
 
 
@@ -39,10 +38,6 @@ def test_long_output_is_truncated_unless_full():
     assert markup.output_block("x" * 5000).text == "x" * markup.TRUNCATE_CHARS
 
 
-def entry(kind: str, **fields) -> str:
-    return json.dumps({"type": kind, "id": "e1", "parentId": None, "timestamp": "2026-01-01T00:00:00.000Z", **fields})
-
-
 def test_entries_become_blocks():
     content = [
         {"type": "thinking", "thinking": "hmm"},
@@ -50,24 +45,41 @@ def test_entries_become_blocks():
         {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "a.py"}},
     ]
     message = {"role": "assistant", "provider": "anthropic", "model": "m", "stopReason": "toolUse", "content": content}
-    assistant = entry("message", message=message)
+    assistant = raw(entry("e1", None, "message", message=message))
     shown = markup.shown_entry(assistant, "e1")
     assert shown.kind == "assistant" and shown.meta == "anthropic/m"
     assert [b.kind for b in shown.blocks] == ["thinking", "text", "tool_call"]
     assert shown.blocks[2].text == "a.py"
     result = markup.shown_entry(
-        entry("message", message={"role": "toolResult", "toolCallId": "c1", "toolName": "read", "content": "body"}),
+        raw(
+            entry(
+                "e1",
+                None,
+                "message",
+                message={"role": "toolResult", "toolCallId": "c1", "toolName": "read", "content": "body"},
+            )
+        ),
         "e2",
     )
     joined = markup.attach_results([shown, result])
     assert len(joined) == 1 and shown.blocks[2].result is not None and shown.blocks[2].result.text == "body"
-    assert markup.shown_entry(entry("compaction", summary="s", tokensBefore=12345), "c").title == (
+    assert markup.shown_entry(raw(entry("e1", None, "compaction", summary="s", tokensBefore=12345)), "c").title == (
         "Compacted from 12,345 tokens"
     )
-    assert markup.shown_entry(entry("model_change", provider="p", modelId="m"), "m").kind == "marker"
-    assert markup.shown_entry(entry("custom_message", customType="t", content="x", display=False), "x").kind == "hidden"
-    error = entry(
-        "message", message={"role": "assistant", "stopReason": "error", "errorMessage": "boom", "content": []}
+    assert markup.shown_entry(raw(entry("e1", None, "model_change", provider="p", modelId="m")), "m").kind == "marker"
+    assert (
+        markup.shown_entry(
+            raw(entry("e1", None, "custom_message", customType="t", content="x", display=False)), "x"
+        ).kind
+        == "hidden"
+    )
+    error = raw(
+        entry(
+            "e1",
+            None,
+            "message",
+            message={"role": "assistant", "stopReason": "error", "errorMessage": "boom", "content": []},
+        )
     )
     assert markup.shown_entry(error, "e").note == "Error: boom"
 
@@ -75,10 +87,10 @@ def test_entries_become_blocks():
 def test_only_safe_raster_images_are_served():
     png = {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}
     svg = {"type": "image", "mimeType": "image/svg+xml", "data": "PHN2Zz4="}
-    raw = entry("message", message={"role": "user", "content": [png, svg]})
-    assert markup.image_block(raw, 0) == ("image/png", "iVBORw0KGgo=")
-    assert markup.image_block(raw, 1) is None
-    assert markup.image_block(raw, 5) is None
+    images = raw(entry("e1", None, "message", message={"role": "user", "content": [png, svg]}))
+    assert markup.image_block(images, 0) == ("image/png", "iVBORw0KGgo=")
+    assert markup.image_block(images, 1) is None
+    assert markup.image_block(images, 5) is None
 
 
 def test_task_lists_render_as_disabled_checkboxes():

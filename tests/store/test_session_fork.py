@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from sessions_app.errors import EntryNotFound
 from sessions_app.models import Entry, Session
 from sessions_app.store import selectors, services
+from sessions_app.store.batches import IN_BATCH
 from sessions_app.store.importing import pipeline
-from tests.builders import HEX8, ISO_MS, assistant, entry, header, jsonl, user
+from tests.builders import HEX8, ISO_MS, assistant, chain, entry, header, jsonl, user
 from tests.store.helpers import assert_tree, counts, keys, rows, snapshot
 
 pytestmark = pytest.mark.django_db
@@ -206,3 +209,15 @@ def test_a_fork_exports_and_reimports_unchanged(source, bob):
     services.session_delete(session=fork)
     again = pipeline.session_import(owner=bob, data=exported).session
     assert export_bytes(again) == exported
+
+
+def test_a_path_longer_than_an_in_batch_is_read_in_batches(alice):
+    entries = chain(IN_BATCH + 5)
+    source = pipeline.session_import(owner=alice, data=jsonl(header("long"), *entries)).session
+    with CaptureQueriesContext(connection) as queries:
+        fork = services.session_fork(session=source, entry_id=entries[-1]["id"], owner=alice)
+    assert [e.raw for e in assert_tree(fork, expected=IN_BATCH + 5)] == [e.raw for e in rows(source)]
+    raws = [
+        q["sql"] for q in queries.captured_queries if '"entry_id" AS "entry_id", "sessions_app_entry"."raw"' in q["sql"]
+    ]
+    assert [q.count("'e0") for q in raws] == [IN_BATCH, 5]  # the path's ids, one IN list per batch

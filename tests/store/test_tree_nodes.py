@@ -27,13 +27,13 @@ def small_chunks(monkeypatch):
 def rendered(monkeypatch) -> list[tuple[int, int]]:
     """The seq ranges rendered from the database (cache misses), in call order."""
     calls: list[tuple[int, int]] = []
-    render = tree_nodes._render
+    render = tree_nodes.render_chunks
 
     def spy(session_pk: int, low: int, high: int, chunk_labels: Any) -> dict[int, bytes]:
         calls.append((low, high))
         return render(session_pk, low, high, chunk_labels)
 
-    monkeypatch.setattr(tree_nodes, "_render", spy)
+    monkeypatch.setattr(tree_nodes, "render_chunks", spy)
     return calls
 
 

@@ -22,7 +22,7 @@ from sessions_app.store import services
 from tests.generate import generate
 from tests.paths import LARGE_SESSION
 from tests.servers import ROOT, login_cookie
-from tests.sync.conftest import Server, pi_file, wait_for
+from tests.sync.harness import Server, pi_file, pi_id, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -32,10 +32,6 @@ def cut(data: bytes, lines: int) -> bytes:
     for _ in range(lines):
         at = data.index(b"\n", at) + 1
     return data[:at]
-
-
-def pi_id(data: bytes) -> str:
-    return str(json.loads(data.split(b"\n", 1)[0])["id"])
 
 
 def test_the_cli_imports_nothing_of_django():

@@ -13,13 +13,9 @@ from sessions_app.store import services
 from tests.generate import generate
 from tests.oracle.oracle import PiOracle, assert_contexts_match, entry_objects, nodes_of
 from tests.paths import LARGE_SESSION
-from tests.sync.conftest import pi_file
+from tests.sync.harness import pi_file, pi_id
 
 pytestmark = [pytest.mark.oracle, pytest.mark.django_db(transaction=True)]
-
-
-def pi_id(data: bytes) -> str:
-    return str(json.loads(data.split(b"\n", 1)[0])["id"])
 
 
 def test_a_pulled_mirror_has_pis_contexts_with_and_without_labels(

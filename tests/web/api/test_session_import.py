@@ -8,25 +8,12 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from sessions_app.models import Entry, Session
+from tests.builders import assistant, entry, header, jsonl
 from tests.web.api.helpers import url
 
 pytestmark = pytest.mark.django_db
 
-HEADER = {"type": "session", "version": 3, "id": "11111111-2222-4333-8444-555555555555",
-          "timestamp": "2026-01-05T09:00:00.000Z", "cwd": "/tmp/p"}  # fmt: skip
-
-
-def line(entry_id: str, parent: str | None, text: str, role: str = "user") -> str:
-    content = text if role == "user" else [{"type": "text", "text": text}]
-    return json.dumps(
-        {"type": "message", "id": entry_id, "parentId": parent, "timestamp": "2026-01-05T09:00:01.000Z",
-         "message": {"role": role, "content": content, "timestamp": 1767603601000}},
-        separators=(",", ":"),
-    )  # fmt: skip
-
-
-def jsonl(*lines: str) -> bytes:
-    return ("\n".join([json.dumps(HEADER, separators=(",", ":")), *lines]) + "\n").encode()
+HEADER = header("11111111-2222-4333-8444-555555555555")
 
 
 def upload(client, data: bytes, name: str = "session.jsonl", **form):
@@ -65,9 +52,9 @@ def test_reupload_adds_nothing(alice_client, generated):
 
 
 def test_grown_file_adds_only_new_lines(alice_client):
-    first = jsonl(line("a1", None, "hello"))
+    first = jsonl(HEADER, entry("a1", None, text="hello"))
     assert upload(alice_client, first).json()["entries"] == 1
-    grown = first + (line("a2", "a1", "hi!", role="assistant") + "\n").encode()
+    grown = first + jsonl(entry("a2", "a1", message=assistant("hi!")["message"]))
     response = upload(alice_client, grown)
     assert response.status_code == 201
     assert response.json()["created"] is False
@@ -77,7 +64,7 @@ def test_grown_file_adds_only_new_lines(alice_client):
 
 
 def test_bad_file_is_rejected_whole(alice_client):
-    data = jsonl(line("a1", None, "fine"), "{not json", line("a3", "missing", "orphan"))
+    data = jsonl(HEADER, entry("a1", None, text="fine"), "{not json", entry("a3", "missing", text="orphan"))
     response = upload(alice_client, data)
     assert response.status_code == 400
     body = response.json()
@@ -106,7 +93,13 @@ def test_file_without_usable_header(alice_client, data, message):
 
 
 def test_partial_imports_the_valid_part(alice_client):
-    data = jsonl(line("a1", None, "fine"), "{not json", line("a3", "a1", "also fine"), line("a4", "zz", "orphan"))
+    data = jsonl(
+        HEADER,
+        entry("a1", None, text="fine"),
+        "{not json",
+        entry("a3", "a1", text="also fine"),
+        entry("a4", "zz", text="orphan"),
+    )
     response = upload(alice_client, data, partial="true")
     assert response.status_code == 201
     body = response.json()
@@ -119,7 +112,7 @@ def test_partial_imports_the_valid_part(alice_client):
 
 
 def test_partial_false_is_the_default(alice_client):
-    data = jsonl(line("a1", None, "fine"), "{not json")
+    data = jsonl(HEADER, entry("a1", None, text="fine"), "{not json")
     assert upload(alice_client, data, partial="false").status_code == 400
     assert Session.objects.count() == 0
 
@@ -140,7 +133,7 @@ def test_old_version_is_migrated(alice_client):
 def test_someone_elses_session_id_becomes_a_new_session_that_reveals_nothing(alice_client, bob_client):
     """bob's upload of a file whose pi id alice holds is answered as any new import: 201, created,
     the same keys and messages; his session gets a new server id and keeps pi's id as source id."""
-    data = jsonl(line("a1", None, "first words"))
+    data = jsonl(HEADER, entry("a1", None, text="first words"))
     first = upload(alice_client, data)
     assert first.status_code == 201
     response = upload(bob_client, data)
@@ -157,7 +150,7 @@ def test_someone_elses_session_id_becomes_a_new_session_that_reveals_nothing(ali
     assert b"".join(export.streaming_content) == data  # pi's header id kept byte for byte
     assert HEADER["id"] in export["Content-Disposition"]  # named as pi names the file
     # bob's re-import of the grown file finds his session by pi's id and adds only the new line
-    grown = jsonl(line("a1", None, "first words"), line("b2", "a1", "next words"))
+    grown = jsonl(HEADER, entry("a1", None, text="first words"), entry("b2", "a1", text="next words"))
     again = upload(bob_client, grown)
     assert again.status_code == 201
     assert (again.json()["id"], again.json()["created"], again.json()["entries"]) == (body["id"], False, 1)
@@ -170,11 +163,11 @@ def test_file_field_is_required(alice_client):
 
 
 @pytest.mark.parametrize(
-    ("header", "field"),
+    ("fields", "field"),
     [({"id": "s" * 201}, "id"), ({"timestamp": "2026-01-05T09:00:00." + "0" * 60 + "Z"}, "timestamp")],
 )
-def test_header_values_too_long_to_store_are_rejected(alice_client, header, field):
-    data = (json.dumps({**HEADER, **header}) + "\n" + line("a1", None, "hi") + "\n").encode()
+def test_header_values_too_long_to_store_are_rejected(alice_client, fields, field):
+    data = jsonl({**HEADER, **fields}, entry("a1", None, text="hi"))
     response = upload(alice_client, data)
     assert response.status_code == 400
     [error] = response.json()["errors"]
@@ -185,7 +178,12 @@ def test_header_values_too_long_to_store_are_rejected(alice_client, header, fiel
 
 def test_entry_ids_too_long_to_store_are_rejected_with_their_line(alice_client):
     long_id = "e" * 201
-    data = jsonl(line("a1", None, "fine"), line(long_id, "a1", "too long"), line("a3", long_id, "child"))
+    data = jsonl(
+        HEADER,
+        entry("a1", None, text="fine"),
+        entry(long_id, "a1", text="too long"),
+        entry("a3", long_id, text="child"),
+    )
     response = upload(alice_client, data)
     assert response.status_code == 400
     errors = response.json()["errors"]

@@ -25,7 +25,7 @@ def root(django_user_model):
 @pytest.fixture
 def sent(monkeypatch):
     groups: list[str] = []
-    monkeypatch.setattr(revoke, "_send", groups.append)
+    monkeypatch.setattr(revoke, "recheck_send", groups.append)
     return groups
 
 

@@ -17,6 +17,7 @@ from django.test import Client
 from sessions_app.access import teams
 from sessions_app.models import Session
 from sessions_app.store.importing import background
+from tests.caches import RecordingCache
 from tests.xss import session_file
 
 pytestmark = pytest.mark.django_db
@@ -51,19 +52,16 @@ def test_a_running_job_polls_and_shows_how_far_it_is(htmx_client, alice):
     assert "a &lt;b&gt;.jsonl" in html
 
 
-def test_a_background_import_reports_progress_and_its_result(htmx_client, alice, inline, monkeypatch, generated):
-    seen: list[tuple[str, int, int]] = []
-    real = background._put
-
-    def spy(job: background.Job) -> None:
-        seen.append((job["state"], job["done"], job["total"]))
-        real(job)
-
-    monkeypatch.setattr(background, "_put", spy)
+def test_a_background_import_reports_progress_and_its_result(htmx_client, alice, inline, settings, generated):
+    settings.CACHES = RecordingCache.CACHES  # each state of the job, as the progress page reads it
+    RecordingCache.writes.clear()
     data = generated(2500, seed=5)  # a few MiB: the service reports progress on the way
     r = htmx_client.post("/import/", {"files": [SimpleUploadedFile("big.jsonl", data)], "background": "1"})
     assert r.status_code == 202
     session = Session.objects.get(owner=alice)
+    seen = [
+        (v["state"], v["done"], v["total"]) for _, v in RecordingCache.writes if isinstance(v, dict) and "state" in v
+    ]
     running = [done for state, done, _ in seen if state == "running"]
     assert running[0] == 0 and any(0 < d < len(data) for d in running), seen
     assert running == sorted(running)
