@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from sessions_app.access import team_scores
 from sessions_app.models import AuditRecord
 from sessions_app.store import review_export, reviews
 from tests.worlds import World
@@ -21,6 +22,9 @@ pytestmark = pytest.mark.django_db
 
 def plant(world: World) -> dict[str, Any]:
     s, ids, rv = world.sessions["team"], world.ids["team"], world.users["reviewer"]
+    team_scores.score_config_create(team=s.team, actor=world.users["admin"], name="accuracy", kind="numeric")
+    team_scores.score_config_create(team=s.team, actor=world.users["admin"], name="tone", kind="categorical",
+                                    choices="@calm, harsh")  # fmt: skip
     root = reviews.comment_create(session=s, author=rv, entry_id=ids["a1"], body='=HYPERLINK("http://x")')
     reply = reviews.comment_create(session=s, author=world.users["editor"], entry_id=ids["a1"], body="+1, @admin",
                                    parent_id=root.pk)  # fmt: skip
