@@ -15,8 +15,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from sessions_app.core import jsjson
-from sessions_app.core.listing import storable
-from sessions_app.core.searchtext import entry_docs
+from sessions_app.core.searchtext import index_rows
 from sessions_app.models import Session
 
 BATCH = 2000  # entries read per query, at most
@@ -65,43 +64,41 @@ def index_session(session_pk: int) -> int:
 
 
 def _write(session_pk: int, found: list[tuple[Any, ...]]) -> int:
-    rows: list[tuple[Any, ...]] = []
-    labelled: dict[str, int] = {}  # label target -> its row in `rows`, or -1 once cleared: the last one wins
-    for seq, ts_ms, raw in found:
-        data = jsjson.loads(raw)
-        docs = entry_docs(data)
-        for doc in docs:
-            if doc.kind == "label":
-                labelled[doc.entry_id] = len(rows)
-            text, tool, model = storable(doc.text), storable(doc.tool), storable(doc.model)
-            rows.append((session_pk, seq, doc.entry_id, doc.kind, storable(doc.role), tool, model, ts_ms, text))
-        if data.get("type") == "label" and not docs and isinstance(data.get("targetId"), str):
-            labelled[data["targetId"]] = -1  # a label cleared
-    if labelled:
-        # A label set or cleared replaces the one in force before (pi's replay: last one wins).
-        targets = list(labelled)
-        for start in range(0, len(targets), 500):
-            part = targets[start : start + 500]
-            marks = ", ".join(["%s"] * len(part))
-            _delete_docs(f"session_id = %s AND kind = 'label' AND entry_id IN ({marks})", [session_pk, *part])
-        keep = set(labelled.values())
-        rows = [r for i, r in enumerate(rows) if r[3] != "label" or i in keep]
-    if rows:
-        with connection.cursor() as cursor:
-            before = 0
-            if connection.vendor == "sqlite":
-                cursor.execute("SELECT COALESCE(MAX(id), 0) FROM sessions_app_searchdoc")
-                before = cursor.fetchone()[0]
-            # Many rows per statement: one round trip (PostgreSQL) or statement run (SQLite) per
-            # ROWS documents rather than per document.
-            for start in range(0, len(rows), ROWS):
-                chunk = rows[start : start + ROWS]
-                cursor.execute(_insert(len(chunk)), [v for row in chunk for v in row])
-            if connection.vendor == "sqlite":
-                cursor.execute(
-                    f"INSERT INTO {FTS}(rowid, text) SELECT id, text FROM sessions_app_searchdoc WHERE id > %s",
-                    [before],
-                )
+    rows, targets = index_rows((seq, ts_ms, jsjson.loads(raw)) for seq, ts_ms, raw in found)
+    return write_rows(session_pk, rows, targets)
+
+
+def write_rows(session_pk: int, rows: list[list[Any]], targets: list[str]) -> int:
+    """Store index rows (searchtext.index_rows) as session_pk's, after the label rows of targets
+    stored before (a label set or cleared replaces the one in force). Returns how many."""
+    for start in range(0, len(targets), 500):
+        part = targets[start : start + 500]
+        marks = ", ".join(["%s"] * len(part))
+        _delete_docs(f"session_id = %s AND kind = 'label' AND entry_id IN ({marks})", [session_pk, *part])
+    if not rows:
+        return 0
+    for row in rows:
+        row[0] = session_pk
+    with connection.cursor() as cursor:
+        if connection.vendor != "sqlite":
+            # COPY: one stream, no statement to parse per row; the tsvector is computed as it lands.
+            with cursor.cursor.copy(f"COPY sessions_app_searchdoc ({', '.join(_COLS)}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+            return len(rows)
+        cursor.execute("SELECT COALESCE(MAX(id), 0) FROM sessions_app_searchdoc")
+        before = cursor.fetchone()[0]
+        # Many rows per statement: one statement run per ROWS documents rather than per document.
+        whole = len(rows) - len(rows) % ROWS
+        if whole:
+            cursor.executemany(
+                _insert(ROWS), [[v for row in rows[i : i + ROWS] for v in row] for i in range(0, whole, ROWS)]
+            )
+        if whole < len(rows):
+            cursor.execute(_insert(len(rows) - whole), [v for row in rows[whole:] for v in row])
+        cursor.execute(
+            f"INSERT INTO {FTS}(rowid, text) SELECT id, text FROM sessions_app_searchdoc WHERE id > %s", [before]
+        )
     return len(rows)
 
 
