@@ -15,7 +15,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from sessions_app.core import jsjson
-from sessions_app.core.searchtext import index_rows
+from sessions_app.core.searchtext import IndexRow, index_rows
 from sessions_app.models import Session
 
 BATCH = 2000  # entries read per query, at most
@@ -68,7 +68,7 @@ def _write(session_pk: int, found: list[tuple[Any, ...]]) -> int:
     return write_rows(session_pk, rows, targets)
 
 
-def write_rows(session_pk: int, rows: list[list[Any]], targets: list[str]) -> int:
+def write_rows(session_pk: int, rows: list[IndexRow], targets: list[str]) -> int:
     """Store index rows (searchtext.index_rows) as session_pk's, after the label rows of targets
     stored before (a label set or cleared replaces the one in force). Returns how many."""
     for start in range(0, len(targets), 500):
@@ -77,29 +77,33 @@ def write_rows(session_pk: int, rows: list[list[Any]], targets: list[str]) -> in
         _delete_docs(f"session_id = %s AND kind = 'label' AND entry_id IN ({marks})", [session_pk, *part])
     if not rows:
         return 0
-    for row in rows:
-        row[0] = session_pk
     with connection.cursor() as cursor:
         if connection.vendor != "sqlite":
             # COPY: one stream, no statement to parse per row; the tsvector is computed as it lands.
             with cursor.cursor.copy(f"COPY sessions_app_searchdoc ({', '.join(_COLS)}) FROM STDIN") as copy:
                 for row in rows:
-                    copy.write_row(row)
+                    copy.write_row((session_pk, *row))
             return len(rows)
         cursor.execute("SELECT COALESCE(MAX(id), 0) FROM sessions_app_searchdoc")
         before = cursor.fetchone()[0]
         # Many rows per statement: one statement run per ROWS documents rather than per document.
         whole = len(rows) - len(rows) % ROWS
         if whole:
-            cursor.executemany(
-                _insert(ROWS), [[v for row in rows[i : i + ROWS] for v in row] for i in range(0, whole, ROWS)]
-            )
+            cursor.executemany(_insert(ROWS), [_params(session_pk, rows[i : i + ROWS]) for i in range(0, whole, ROWS)])
         if whole < len(rows):
-            cursor.execute(_insert(len(rows) - whole), [v for row in rows[whole:] for v in row])
+            cursor.execute(_insert(len(rows) - whole), _params(session_pk, rows[whole:]))
         cursor.execute(
             f"INSERT INTO {FTS}(rowid, text) SELECT id, text FROM sessions_app_searchdoc WHERE id > %s", [before]
         )
     return len(rows)
+
+
+def _params(session_pk: int, rows: list[IndexRow]) -> list[Any]:
+    params: list[Any] = []
+    for row in rows:
+        params.append(session_pk)
+        params.extend(row)
+    return params
 
 
 def _delete_docs(where: str, params: list[Any]) -> None:
