@@ -17,6 +17,8 @@ per session. Then, as a member of both teams:
            --import-runs each (target: ratio <= 1.2); with the CPU seconds of the importing
            process and of its worker child, which show where the time goes on a busy machine
 
+--sessions 0 measures only the import (no corpus, no queries).
+
 The database is a fresh SQLite file bench/out/search.sqlite3 unless --database-url names a
 PostgreSQL database (its public schema is dropped first: use a database of its own).
 """
@@ -116,6 +118,26 @@ def common_word() -> tuple[str, float]:
     return word, n / max(1, len(texts))
 
 
+def query_report(reader: Any, outsider: Any) -> list[str]:
+    """The query timings on the corpus, as lines to print."""
+    from sessions_app.store import search
+
+    rare_ms, rare_p95, rare = timed(lambda: search.search(user=reader, q=RARE, limit=20))
+    word, share = common_word()
+    common_ms, common_p95, common = timed(lambda: search.search(user=reader, q=word, limit=20))
+    phrase_ms, phrase_p95, _ = timed(lambda: search.search(user=reader, q=f'"{word}" role:user', limit=20))
+    outsider_hits = len(search.search(user=outsider, q=word, limit=20).hits)
+
+    return [
+        f"  rare word   p50 {rare_ms:7.1f} ms  p95 {rare_p95:7.1f} ms  ({len(rare.hits)} hits, ranked={rare.ranked})"
+        "  target p50 < 50 ms",
+        f"  common word p50 {common_ms:7.1f} ms  p95 {common_p95:7.1f} ms  ({word!r}, in {share:.0%} of documents;"
+        f" ranked={common.ranked})  target p50 < 200 ms",
+        f"  common word as a phrase + role:user p50 {phrase_ms:7.1f} ms  p95 {phrase_p95:7.1f} ms",
+        f"  outsider hits: {outsider_hits} (must be 0)",
+    ]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--entries", type=int, default=100_000)
@@ -128,7 +150,7 @@ def main() -> None:
     from django.contrib.auth.models import User
 
     from sessions_app.access import teams
-    from sessions_app.store import search, search_index
+    from sessions_app.store import search_index
     from sessions_app.store.importing import pipeline
 
     users = [User.objects.create_user(f"bench{i}") for i in range(3)]
@@ -148,11 +170,7 @@ def main() -> None:
     log(f"corpus of {total} entries in {time.perf_counter() - started:.0f} s")
     reader = users[0]  # in both teams: sees the sessions of bench0 and bench1 (2/3 of the corpus)
 
-    rare_ms, rare_p95, rare = timed(lambda: search.search(user=reader, q=RARE, limit=20))
-    word, share = common_word()
-    common_ms, common_p95, common = timed(lambda: search.search(user=reader, q=word, limit=20))
-    phrase_ms, phrase_p95, _ = timed(lambda: search.search(user=reader, q=f'"{word}" role:user', limit=20))
-    outsider_hits = len(search.search(user=outsider, q=word, limit=20).hits)
+    report = query_report(reader, outsider) if args.sessions else []
 
     import dataclasses
 
@@ -187,16 +205,7 @@ def main() -> None:
     from django.db import connection
 
     print(f"\nsearch bench on {connection.vendor}: {args.sessions} sessions x {args.entries} entries = {total}")
-    print(
-        f"  rare word   p50 {rare_ms:7.1f} ms  p95 {rare_p95:7.1f} ms  ({len(rare.hits)} hits, ranked={rare.ranked})"
-        "  target p50 < 50 ms"
-    )
-    print(
-        f"  common word p50 {common_ms:7.1f} ms  p95 {common_p95:7.1f} ms  ({word!r}, in {share:.0%} of documents;"
-        f" ranked={common.ranked})  target p50 < 200 ms"
-    )
-    print(f"  common word as a phrase + role:user p50 {phrase_ms:7.1f} ms  p95 {phrase_p95:7.1f} ms")
-    print(f"  outsider hits: {outsider_hits} (must be 0)")
+    print(*report, sep="\n")
     print(
         f"  import of {args.entries} entries: {without_s[0]:.2f} s alone, {with_s[0]:.2f} s until searchable,"
         f" ratio {with_s[0] / without_s[0]:.2f}  target <= 1.20"
