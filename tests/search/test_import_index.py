@@ -80,3 +80,18 @@ def test_a_batch_holds_the_entries_kept_for_their_documents_to_a_size(alice, mon
     monkeypatch.setattr(search_index, "write_rows", write_rows)
     result = pipeline.session_import(owner=alice, data=_file(), builder="process")
     assert max(sizes) < 100 and len(_docs(result.session.pk)) == 2501  # (two labels written, then replaced)
+
+
+def test_a_search_during_an_import_finds_nothing_of_it_yet(alice):
+    """The documents are written with the staging batches: no reader sees them before the
+    session is published (they belong to the staging session, which no search reads)."""
+    seen: list[int] = []
+    written: list[int] = []
+
+    def progress(_: int) -> None:
+        written.append(SearchDoc.objects.count())
+        seen.append(len(search.search(user=alice, q="text").hits))
+
+    pipeline.session_import(owner=alice, data=_file(), builder="process", progress=progress)
+    assert max(written) > 0 and seen and max(seen) == 0
+    assert len(search.search(user=alice, q="text").hits) == 20
