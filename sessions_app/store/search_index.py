@@ -1,10 +1,13 @@
 """Keeping the search index (models.SearchDoc, migration 0012) in step with the entries.
 
-One upkeep: index_session reads the entries past the last indexed one and writes their documents
-(core/searchtext.py). Every write path calls it in its own transaction, after its rows: appends
-and chat turns (services._store), imports and sync increments when published
-(importing/pipeline._publish), forks. Deletes remove a session's documents with its entries
-(services._delete_whole). Idempotent: run twice, it indexes nothing new.
+One writer, write_rows, of the rows searchtext.index_rows makes; two ways to reach it. A new
+session's import builds them in its worker from the entries it parses anyway and writes them with
+its staging batches (importing/worker.Job.search): reading and parsing 100k entries again doubled
+an import. Every other write path calls index_session, which reads the entries past the last
+indexed one, in its own transaction after its rows: appends and chat turns (services._store),
+re-imports and sync increments when published (importing/pipeline._publish, which calls it for a
+new session too: it then finds nothing left), forks. Deletes remove a session's documents with its
+entries (services._delete_whole). Idempotent: run twice, it indexes nothing new.
 """
 
 from __future__ import annotations
