@@ -136,4 +136,7 @@ def reindex_all() -> tuple[int, int]:
         sessions += 1
     with transaction.atomic():
         _delete_docs("session_id NOT IN (SELECT id FROM sessions_app_session)", [])
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE sessions_app_searchdoc")  # (store/search.py's plans need its statistics)
     return sessions, documents

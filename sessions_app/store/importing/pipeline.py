@@ -644,8 +644,9 @@ def _make_way() -> None:
 def _finish(session: Session, *, owner: User, size: int, source_path: str, created: bool, added: int, via: str) -> None:
     """Audit and events, in the publishing transaction."""
     if added >= ANALYZE_AFTER and connection.vendor == "postgresql":
-        # Fresh statistics, or PostgreSQL plans the path walks for an empty table.
-        transaction.on_commit(_analyze_entries)
+        # Fresh statistics, or PostgreSQL plans the path walks for an empty table, and a common
+        # word's search by a bitmap of all its matches (1.4 s on 1M entries, not 5 ms).
+        transaction.on_commit(_analyze)
     if added and not created:
         events.publish_on_commit(session, events.changed_event(session, "import"))
     audit.audit_record(
@@ -655,6 +656,7 @@ def _finish(session: Session, *, owner: User, size: int, source_path: str, creat
     )  # fmt: skip
 
 
-def _analyze_entries() -> None:
+def _analyze() -> None:
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE sessions_app_entry")
+        cursor.execute("ANALYZE sessions_app_searchdoc")
