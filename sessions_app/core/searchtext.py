@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from sessions_app.core.listing import storable
 from sessions_app.core.tree import content_text
 
 MAX_TEXT = 20_000  # characters of one document: a huge tool output is searched by its start
@@ -89,6 +90,33 @@ def entry_docs(data: Mapping[str, Any]) -> list[Doc]:
         if isinstance(label, str) and label.strip() and isinstance(target, str):
             docs.append(Doc(target, "label", "label", "", "", label[:MAX_TEXT]))
     return docs
+
+
+IndexRow = tuple[int, str, str, str, str, str, int, str]  # seq, entry_id, kind, role, tool, model, ts_ms, text
+
+
+def index_rows(entries: Iterable[tuple[int, int, Mapping[str, Any]]]) -> tuple[list[IndexRow], list[str]]:
+    """The index rows of entries given as (seq, ts_ms, data) in seq order, and the label targets
+    they set or clear. Only the last label of a target among them is kept (pi's replay: last one
+    wins); the writer removes the label rows of those targets it stored before. (Tuples: the
+    import worker pipes them, and tuples unpickle faster than lists.)"""
+    rows: list[IndexRow] = []
+    labelled: dict[str, int] = {}  # label target -> its row in `rows`, or -1 once cleared
+    for seq, ts_ms, data in entries:
+        docs = entry_docs(data)
+        for doc in docs:
+            if doc.kind == "label":
+                labelled[doc.entry_id] = len(rows)
+            rows.append(
+                (seq, doc.entry_id, doc.kind, storable(doc.role), storable(doc.tool), storable(doc.model), ts_ms,
+                 storable(doc.text))
+            )  # fmt: skip
+        if not docs and data.get("type") == "label" and isinstance(data.get("targetId"), str):
+            labelled[data["targetId"]] = -1  # a label cleared
+    if labelled:
+        keep = set(labelled.values())
+        rows = [r for i, r in enumerate(rows) if r[2] != "label" or i in keep]
+    return rows, list(labelled)
 
 
 # ---- queries ----

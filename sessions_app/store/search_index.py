@@ -1,10 +1,13 @@
 """Keeping the search index (models.SearchDoc, migration 0012) in step with the entries.
 
-One upkeep: index_session reads the entries past the last indexed one and writes their documents
-(core/searchtext.py). Every write path calls it in its own transaction, after its rows: appends
-and chat turns (services._store), imports and sync increments when published
-(importing/pipeline._publish), forks. Deletes remove a session's documents with its entries
-(services._delete_whole). Idempotent: run twice, it indexes nothing new.
+One writer, write_rows, of the rows searchtext.index_rows makes; two ways to reach it. A new
+session's import builds them in its worker from the entries it parses anyway and writes them with
+its staging batches (importing/worker.Job.search): reading and parsing 100k entries again doubled
+an import. Every other write path calls index_session, which reads the entries past the last
+indexed one, in its own transaction after its rows: appends and chat turns (services._store),
+re-imports and sync increments when published (importing/pipeline._publish, which calls it for a
+new session too: it then finds nothing left), forks. Deletes remove a session's documents with its
+entries (services._delete_whole). Idempotent: run twice, it indexes nothing new.
 """
 
 from __future__ import annotations
@@ -15,8 +18,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from sessions_app.core import jsjson
-from sessions_app.core.listing import storable
-from sessions_app.core.searchtext import entry_docs
+from sessions_app.core.searchtext import IndexRow, index_rows
 from sessions_app.models import Session
 
 BATCH = 2000  # entries read per query, at most
@@ -65,44 +67,46 @@ def index_session(session_pk: int) -> int:
 
 
 def _write(session_pk: int, found: list[tuple[Any, ...]]) -> int:
-    rows: list[tuple[Any, ...]] = []
-    labelled: dict[str, int] = {}  # label target -> its row in `rows`, or -1 once cleared: the last one wins
-    for seq, ts_ms, raw in found:
-        data = jsjson.loads(raw)
-        docs = entry_docs(data)
-        for doc in docs:
-            if doc.kind == "label":
-                labelled[doc.entry_id] = len(rows)
-            text, tool, model = storable(doc.text), storable(doc.tool), storable(doc.model)
-            rows.append((session_pk, seq, doc.entry_id, doc.kind, storable(doc.role), tool, model, ts_ms, text))
-        if data.get("type") == "label" and not docs and isinstance(data.get("targetId"), str):
-            labelled[data["targetId"]] = -1  # a label cleared
-    if labelled:
-        # A label set or cleared replaces the one in force before (pi's replay: last one wins).
-        targets = list(labelled)
-        for start in range(0, len(targets), 500):
-            part = targets[start : start + 500]
-            marks = ", ".join(["%s"] * len(part))
-            _delete_docs(f"session_id = %s AND kind = 'label' AND entry_id IN ({marks})", [session_pk, *part])
-        keep = set(labelled.values())
-        rows = [r for i, r in enumerate(rows) if r[3] != "label" or i in keep]
-    if rows:
-        with connection.cursor() as cursor:
-            before = 0
-            if connection.vendor == "sqlite":
-                cursor.execute("SELECT COALESCE(MAX(id), 0) FROM sessions_app_searchdoc")
-                before = cursor.fetchone()[0]
-            # Many rows per statement: one round trip (PostgreSQL) or statement run (SQLite) per
-            # ROWS documents rather than per document.
-            for start in range(0, len(rows), ROWS):
-                chunk = rows[start : start + ROWS]
-                cursor.execute(_insert(len(chunk)), [v for row in chunk for v in row])
-            if connection.vendor == "sqlite":
-                cursor.execute(
-                    f"INSERT INTO {FTS}(rowid, text) SELECT id, text FROM sessions_app_searchdoc WHERE id > %s",
-                    [before],
-                )
+    rows, targets = index_rows((seq, ts_ms, jsjson.loads(raw)) for seq, ts_ms, raw in found)
+    return write_rows(session_pk, rows, targets)
+
+
+def write_rows(session_pk: int, rows: list[IndexRow], targets: list[str]) -> int:
+    """Store index rows (searchtext.index_rows) as session_pk's, after the label rows of targets
+    stored before (a label set or cleared replaces the one in force). Returns how many."""
+    for start in range(0, len(targets), 500):
+        part = targets[start : start + 500]
+        marks = ", ".join(["%s"] * len(part))
+        _delete_docs(f"session_id = %s AND kind = 'label' AND entry_id IN ({marks})", [session_pk, *part])
+    if not rows:
+        return 0
+    with connection.cursor() as cursor:
+        if connection.vendor != "sqlite":
+            # COPY: one stream, no statement to parse per row; the tsvector is computed as it lands.
+            with cursor.cursor.copy(f"COPY sessions_app_searchdoc ({', '.join(_COLS)}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row((session_pk, *row))
+            return len(rows)
+        cursor.execute("SELECT COALESCE(MAX(id), 0) FROM sessions_app_searchdoc")
+        before = cursor.fetchone()[0]
+        # Many rows per statement: one statement run per ROWS documents rather than per document.
+        whole = len(rows) - len(rows) % ROWS
+        if whole:
+            cursor.executemany(_insert(ROWS), [_params(session_pk, rows[i : i + ROWS]) for i in range(0, whole, ROWS)])
+        if whole < len(rows):
+            cursor.execute(_insert(len(rows) - whole), _params(session_pk, rows[whole:]))
+        cursor.execute(
+            f"INSERT INTO {FTS}(rowid, text) SELECT id, text FROM sessions_app_searchdoc WHERE id > %s", [before]
+        )
     return len(rows)
+
+
+def _params(session_pk: int, rows: list[IndexRow]) -> list[Any]:
+    params: list[Any] = []
+    for row in rows:
+        params.append(session_pk)
+        params.extend(row)
+    return params
 
 
 def _delete_docs(where: str, params: list[Any]) -> None:
@@ -132,4 +136,7 @@ def reindex_all() -> tuple[int, int]:
         sessions += 1
     with transaction.atomic():
         _delete_docs("session_id NOT IN (SELECT id FROM sessions_app_session)", [])
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE sessions_app_searchdoc")  # (store/search.py's plans need its statistics)
     return sessions, documents
