@@ -24,7 +24,7 @@ def _automerge(value: int) -> Any:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("sessions_app", "0013_search_index"),
+        ("sessions_app", "0015_share_comments"),
     ]
 
     operations = [migrations.RunPython(_automerge(16), _automerge(4))]
