@@ -32,7 +32,7 @@ def _bound(raw: Any, name: str) -> float | None:
         return None
     try:
         value = float(raw)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise MemberError(f"The {name} must be a number", field=name) from None
     if not math.isfinite(value):
         raise MemberError(f"The {name} must be a finite number", field=name)
@@ -102,6 +102,14 @@ def score_config_delete(*, team: Team, actor: User, config_id: int) -> None:
     )  # fmt: skip
 
 
+def _finite(number: int | float) -> bool:
+    """A JSON integer may be too large for a float (float() overflows): not a score."""
+    try:
+        return math.isfinite(float(number))
+    except OverflowError:
+        return False
+
+
 def _free_form(value: dict[Any, Any]) -> dict[str, Any]:
     for name, score in value.items():
         if not isinstance(name, str) or not 0 < len(name) <= 100:
@@ -125,7 +133,7 @@ def _fits(config: ScoreConfig, score: Any) -> Any:
         if not isinstance(score, str) or score not in config.choices:
             raise refuse(f"must be one of {', '.join(config.choices)}")
         return score
-    if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+    if isinstance(score, bool) or not isinstance(score, int | float) or not _finite(score):
         raise refuse("must be a number")
     if config.min_value is not None and score < config.min_value:
         raise refuse(f"is {score:g}, below its minimum {config.min_value:g}")

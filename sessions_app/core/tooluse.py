@@ -117,15 +117,42 @@ def split_lines(text: str) -> list[str]:
     return lines[:-1] if lines[-1] == "" else lines
 
 
+# Line pairs difflib may compare (its cost grows with their product, and a session's text is
+# anyone's): beyond, the lines between the common head and tail are drawn as one replacement.
+DIFF_WORK = 4_000_000
+
+
+def _trimmed_opcodes(a: list[str], b: list[str], context: int | None) -> list[tuple[str, int, int, int, int]]:
+    """The common head and tail kept, the middle replaced: linear in the lines, whatever they hold."""
+    head = 0
+    while head < len(a) and head < len(b) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < len(a) - head and tail < len(b) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    keep_head = head if context is None else min(head, context)
+    keep_tail = tail if context is None else min(tail, context)
+    ops: list[tuple[str, int, int, int, int]] = []
+    if keep_head:
+        ops.append(("equal", head - keep_head, head, head - keep_head, head))
+    if head < len(a) - tail or head < len(b) - tail:
+        ops.append(("replace", head, len(a) - tail, head, len(b) - tail))
+    if keep_tail:
+        ops.append(("equal", len(a) - tail, len(a) - tail + keep_tail, len(b) - tail, len(b) - tail + keep_tail))
+    return ops
+
+
 def line_diff(old: str, new: str, *, context: int | None = None) -> Diff:
     """old -> new line by line (difflib). context: unchanged lines kept around each change (None:
     all of them, as an edit's oldText is the changed region already)."""
     a, b = split_lines(old), split_lines(new)
     diff = Diff(a, b)
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    groups: list[list[tuple[str, int, int, int, int]]] = (
-        [list(matcher.get_opcodes())] if context is None else list(matcher.get_grouped_opcodes(context))
-    )
+    groups: list[list[tuple[str, int, int, int, int]]]
+    if len(a) * len(b) > DIFF_WORK:
+        groups = [_trimmed_opcodes(a, b, context)]
+    else:
+        matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+        groups = [list(matcher.get_opcodes())] if context is None else list(matcher.get_grouped_opcodes(context))
     for g, group in enumerate(groups):
         if g:
             diff.lines.append(DiffLine("@", None, None))

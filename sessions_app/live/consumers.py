@@ -230,12 +230,19 @@ class InboxConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         self.session_filter = (query.get("session") or [""])[0][:200] or None
         self.group = events.inbox_group(user.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
+        # Deactivation or sign-out anywhere (revoke.user_group) closes this socket too.
+        await self.channel_layer.group_add(revoke.user_group(user.pk), self.channel_name)
         await self.accept()
         await self.inbox_changed({})
 
     async def disconnect(self, code: int) -> None:
         if self.group:
             await self.channel_layer.group_discard(self.group, self.channel_name)
+            await self.channel_layer.group_discard(revoke.user_group(self.scope["user"].pk), self.channel_name)
+
+    async def access_recheck(self, event: dict[str, Any]) -> None:
+        if not await database_sync_to_async(_still_active)(self.scope["user"].pk):
+            await self.close()
 
     async def inbox_changed(self, event: dict[str, Any]) -> None:
         user = self.scope["user"]

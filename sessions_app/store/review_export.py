@@ -25,7 +25,7 @@ COLUMNS = (
 BATCH = 1000
 _COMMENT_FIELDS = ("parent__resolved", "parent_id", "deleted_at")
 _SESSION_FIELDS = ("pk", "session__public_id", "session__name", "session__first_message", "entry_id")
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")  # and full-width = + - @
 
 
 def _session_name(name: str, first_message: str, public_id: str) -> str:
@@ -82,7 +82,8 @@ def csv_safe(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     text = json.dumps(value, ensure_ascii=False, sort_keys=True) if isinstance(value, dict | list) else str(value)
-    return "'" + text if text.startswith(_FORMULA_START) else text
+    # Leading spaces do not stop a spreadsheet from reading what follows as a formula.
+    return "'" + text if text.lstrip(" ").startswith(_FORMULA_START) else text
 
 
 def team_reviews_csv(*, team: Team, batch: int = BATCH) -> Iterator[bytes]:

@@ -52,6 +52,11 @@ def _recipients(users: Iterable[User], actor: User) -> list[str]:
     return sorted({u.email for u in chosen if u.pk not in out})
 
 
+def _title(session: Session) -> str:
+    """The session's name for a subject line: one line (a header may hold no line break), 80 characters."""
+    return " ".join(str(session).split())[:80]
+
+
 def _send_after_commit(subject: str, body: str, addresses: list[str]) -> None:
     def send() -> None:
         try:
@@ -77,7 +82,7 @@ def request_made(*, request: ReviewRequest, session: Session, requester: User) -
         users = [m.user for m in rows]
     where = f"?leaf={quote(request.entry_id, safe='')}" if request.entry_id else ""
     whom = "you" if request.reviewer is not None else f"the team {session.team}"
-    subject = f"[piweb] {requester.get_username()} asked {whom} to review “{str(session)[:80]}”"
+    subject = f"[piweb] {requester.get_username()} asked {whom} to review “{_title(session)}”"
     body = (
         f"{requester.get_username()} asked {whom} to review a session"
         f"{' (the branch up to one entry)' if request.entry_id else ''}:\n\n  {_link(session, where)}\n\n"
@@ -93,7 +98,7 @@ def mentioned(*, comment: ReviewComment, session: Session, author: User, names: 
     if not wanted:
         return
     users = list(User.objects.filter(username__in=wanted))
-    subject = f"[piweb] {author.get_username()} mentioned you on “{str(session)[:80]}”"
+    subject = f"[piweb] {author.get_username()} mentioned you on “{_title(session)}”"
     excerpt = comment.body if len(comment.body) <= EXCERPT else comment.body[:EXCERPT] + "…"
     body = f"{author.get_username()} wrote:\n\n{excerpt}\n\n  {_link(session, f'#comment-{comment.pk}')}\n"
     _send_after_commit(subject, body, _recipients(users, author))

@@ -29,3 +29,30 @@ def review_comment(c: ReviewComment) -> SafeString:
         f"      {body}\n"
         "    </div>"
     )
+
+
+@register.simple_tag(takes_context=True)
+def thread_controls(context: template.Context, root: ReviewComment, entry_id: str) -> SafeString:
+    """A thread's Reply and Resolve/Reopen forms, drawn in Python for the same reason as
+    review_comment (250 threads' forms on a page). The URLs come from threads.html, reversed once."""
+    token = escape(str(context.get("csrf_token", "")))
+    csrf = f'<input type="hidden" name="csrfmiddlewaretoken" value="{token}">'
+    comment_url, resolve_url = escape(context["comment_url"]), escape(context["resolve_url"])
+    target = 'hx-target="closest section.threads" hx-swap="outerHTML"'
+    pk = int(root.pk)
+    action, label, value = ("reopen", "Reopen", "0") if root.resolved else ("resolve", "Resolve", "1")
+    return mark_safe(
+        '<details class="reply-pop"><summary class="act" data-action="reply">Reply</summary>\n'
+        f'      <form method="post" action="{comment_url}" hx-post="{comment_url}" {target}>{csrf}\n'
+        f'        <input type="hidden" name="entry" value="{escape(entry_id)}">'
+        f'<input type="hidden" name="parent" value="{pk}">\n'
+        '        <textarea name="body" rows="2" aria-label="Reply" required maxlength="20000"></textarea>\n'
+        '        <button class="btn small primary">Reply</button>\n'
+        "      </form>\n"
+        "    </details>\n"
+        f'    <form method="post" action="{resolve_url}" hx-post="{resolve_url}" {target} class="inline">{csrf}\n'
+        f'      <input type="hidden" name="comment" value="{pk}">'
+        f'<input type="hidden" name="resolved" value="{value}">\n'
+        f'      <button class="act" data-action="{action}">{label}</button>\n'
+        "    </form>"
+    )

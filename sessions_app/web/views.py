@@ -38,7 +38,7 @@ from sessions_app.core.clock import now_ms
 from sessions_app.core.tree import TEXTLESS_PREFIX, editor_text
 from sessions_app.errors import EntryNotFound, ExportTooLarge, InvalidRequest
 from sessions_app.models import Session, ShareLink
-from sessions_app.render import markup
+from sessions_app.render import markup, tools
 from sessions_app.store import explorer, reviews, selectors, services, shares
 from sessions_app.web import chat_views, exports, forms, header, review_views
 
@@ -122,7 +122,8 @@ class Reader:
         return explorer.entry_row(self.session, entry_id)
 
     def mode(self, asked: str | None) -> str:
-        """The tree filter asked for; a share link shows no comments, so not "commented" either."""
+        """The tree filter asked for; a share link offers no "Commented" filter (comments it may show
+        are read-only extras)."""
         mode = asked or "default"
         return "default" if mode == "commented" and self.share is not None else mode
 
@@ -492,7 +493,8 @@ def call_response(request: HtmxHttpRequest, reader: Reader, entry_id: str, index
     if not isinstance(block, dict) or block.get("type") != "toolCall":
         raise Http404("no such tool call")
     b = markup.tool_call_block(block, index, full=True)
-    return render(request, "sessions_app/partials/tool_args.html", {"b": b, "session": reader.session})
+    context = {"b": b, "session": reader.session, "full": True, "full_lines": f"{tools.FULL_LINES:,}"}
+    return render(request, "sessions_app/partials/tool_args.html", context)
 
 
 def image_response(request: HtmxHttpRequest, reader: Reader, entry_id: str, index: int) -> HttpResponse:

@@ -89,3 +89,18 @@ async def test_signed_out_refused(django_user_model):
     world: World = await sync_to_async(make_world)(django_user_model)
     _, connected = await inbox(world, None)
     assert not connected
+
+
+async def test_a_deactivated_users_inbox_socket_closes_at_once(django_user_model):
+    """Deactivation tells the user's sockets (revoke.user_group) to recheck: the inbox closes then,
+    not at its next review event."""
+    from sessions_app.access import revoke
+
+    world: World = await sync_to_async(make_world)(django_user_model)
+    comm, connected = await inbox(world, "reviewer")
+    try:
+        assert connected and await badge(comm) == 0
+        await sync_to_async(revoke.user_deactivate)(user=world.users["reviewer"], actor=world.users["admin"])
+        assert (await comm.receive_output(timeout=5))["type"] == "websocket.close"
+    finally:
+        await comm.disconnect()

@@ -83,3 +83,17 @@ def test_no_mail_when_the_write_rolls_back(world, django_capture_on_commit_callb
         reviews.request_create(session=world.sessions["team"], requester=world.users["admin"], reviewer="reviewer")
         raise RuntimeError("rolled back")
     assert mail.outbox == []
+
+
+def test_a_session_named_over_lines_still_mails_with_a_one_line_subject(world, django_capture_on_commit_callbacks):
+    """The subject carries the session's name, which falls back to a first message that often
+    spans lines; a header may hold no line break (Django refuses it), so the name is made one line."""
+    s = world.sessions["team"]
+    s.name = "Fix the\nflaky\r\ntest"
+    s.save(update_fields=["name"])
+    with django_capture_on_commit_callbacks(execute=True):
+        reviews.request_create(
+            session=s, requester=world.users["admin"], reviewer="reviewer", entry_id=world.ids["team"]["a1"]
+        )
+    assert sent_to() == ["reviewer@example.com"]
+    assert "“Fix the flaky test”" in mail.outbox[0].subject

@@ -108,6 +108,7 @@ def test_verdict_scores_checked_against_team_configs(world):
         ({"quality": 0}, "score 'quality' is 0, below its minimum 1"),
         ({"quality": True}, "score 'quality' must be a number"),
         ({"quality": "4"}, "score 'quality' must be a number"),
+        ({"quality": 10**400}, "score 'quality' must be a number"),  # no float holds it: never a 500
         ({"kind": "typo"}, "score 'kind' must be one of bug, style"),
         ({"safe": 1}, "score 'safe' must be true or false"),
     ]

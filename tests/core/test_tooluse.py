@@ -42,3 +42,17 @@ def test_line_diff_with_context_leaves_gaps():
 
 def test_split_lines():
     assert split_lines("") == [] and split_lines("a\n") == ["a"] and split_lines("a\n\n") == ["a", ""]
+
+
+def test_a_diff_too_big_to_compare_line_by_line_keeps_head_and_tail_and_replaces_the_middle():
+    """Hostile text (thousands of repeated lines) must not cost difflib's n*m: past DIFF_WORK line
+    pairs, the common head and tail stay and the middle is one replacement."""
+    n = 2_500  # 2,500 x 2,500 lines > DIFF_WORK
+    old = "head\n" + "x\n" * n + "tail\n"
+    new = "head\n" + "y\n" * n + "tail\n"
+    d = line_diff(old, new)
+    assert (d.added, d.removed) == (n, n)
+    assert [line.op for line in d.lines][:2] == [" ", "-"] and d.lines[-1].op == " "
+    grouped = line_diff("keep\n" * 10 + old, "keep\n" * 10 + new, context=3)
+    assert [line.op for line in grouped.lines].count(" ") == 3 + 1  # three of the eleven head lines, the tail
+    assert (grouped.added, grouped.removed) == (n, n)

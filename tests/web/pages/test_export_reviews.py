@@ -29,7 +29,7 @@ def review_records(html: str) -> list[dict[str, Any]]:
 def plant(world: World) -> dict[str, Any]:
     s, ids, rv = world.sessions["team"], world.ids["team"], world.users["reviewer"]
     for name, kind in (("=cmd", "numeric"), ("ok", "boolean")):  # the team's scores, one named like a formula
-        team_scores.score_config_create(team=s.team, actor=world.users["admin"], name=name, kind=kind)
+        team_scores.score_config_create(team=world.core, actor=world.users["admin"], name=name, kind=kind)
     root = reviews.comment_create(session=s, author=rv, entry_id=ids["a1"], body="why **this**? " + ALL)
     reply = reviews.comment_create(session=s, author=world.users["editor"], entry_id=ids["a1"], body="ok",
                                    parent_id=root.pk)  # fmt: skip

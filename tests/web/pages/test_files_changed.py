@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from sessions_app.render import tools
 from sessions_app.store import reviews, services
 from tests.builders import assistant, tool_result
 from tests.worlds import World
@@ -121,3 +122,14 @@ def test_hostile_paths_and_texts_stay_text(world):
     html = world.client("viewer").get(files_url(world)).content.decode()
     assert_no_live_payload(html)
     assert PAYLOADS[0].replace("<", "&lt;").replace(">", "&gt;") in html
+
+
+def test_show_all_of_a_call_longer_than_even_show_all_draws_says_where_it_stops(world, monkeypatch):
+    monkeypatch.setattr(tools, "FULL_LINES", 100)  # the public bound on what "Show all" draws
+    s = world.sessions["team"]
+    old = "\n".join(f"line {i}" for i in range(300))
+    ids = add_calls(world, [(call("e1", "edit", path="big.txt", oldText=old, newText=old.upper()), False)])
+    response = world.client("viewer").get(f"/sessions/{s.public_id}/entries/{ids[0]}/calls/1/")
+    html = response.content.decode()
+    assert response.status_code == 200 and html.count('class="dl') == 100
+    assert "Cut at 100 lines." in html and "Show all" not in html

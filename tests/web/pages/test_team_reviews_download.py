@@ -22,8 +22,8 @@ pytestmark = pytest.mark.django_db
 
 def plant(world: World) -> dict[str, Any]:
     s, ids, rv = world.sessions["team"], world.ids["team"], world.users["reviewer"]
-    team_scores.score_config_create(team=s.team, actor=world.users["admin"], name="accuracy", kind="numeric")
-    team_scores.score_config_create(team=s.team, actor=world.users["admin"], name="tone", kind="categorical",
+    team_scores.score_config_create(team=world.core, actor=world.users["admin"], name="accuracy", kind="numeric")
+    team_scores.score_config_create(team=world.core, actor=world.users["admin"], name="tone", kind="categorical",
                                     choices="@calm, harsh")  # fmt: skip
     root = reviews.comment_create(session=s, author=rv, entry_id=ids["a1"], body='=HYPERLINK("http://x")')
     reply = reviews.comment_create(session=s, author=world.users["editor"], entry_id=ids["a1"], body="+1, @admin",
@@ -140,5 +140,7 @@ def test_csv_safe():
     assert review_export.csv_safe("@SUM(A1)") == "'@SUM(A1)"
     assert review_export.csv_safe("\t=x") == "'\t=x"
     assert review_export.csv_safe("plain = text") == "plain = text"
+    assert review_export.csv_safe("  =cmd()") == "'  =cmd()"  # spaces before it do not disarm a formula
+    assert review_export.csv_safe("\uff1dcmd()") == "'\uff1dcmd()"  # nor does the full-width sign
     assert review_export.csv_safe(None) == "" and review_export.csv_safe(False) == "false"
     assert review_export.csv_safe({"b": 1, "a": "x"}) == '{"a": "x", "b": 1}'
