@@ -78,6 +78,11 @@ def main() -> None:
         sessions[name] = result.session
     tiny = services.session_create(owner=user, name="warm-up")
     services.entry_append(session=tiny, payload={"type": "message", "message": {"role": "user", "content": "hi"}})
+    # A tool call too: pygments finds a lexer by file name once per process (~135 ms the first time).
+    args = {"path": "a.py", "oldText": "a", "newText": "b"}
+    edit = {"type": "toolCall", "id": "t1", "name": "edit", "arguments": args}
+    reply = {"role": "assistant", "content": [{"type": "text", "text": "*ok*"}, edit], "stopReason": "toolUse"}
+    services.entry_append(session=tiny, payload={"type": "message", "message": reply})
 
     client = Client()
     client.force_login(user)

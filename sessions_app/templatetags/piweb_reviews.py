@@ -32,9 +32,23 @@ def review_comment(c: ReviewComment) -> SafeString:
 
 
 @register.simple_tag(takes_context=True)
+def review_thread(context: template.Context, thread: list[ReviewComment], entry_id: str) -> SafeString:
+    """A whole thread (its comments, then its forms for a reviewer), drawn in Python for the same
+    reason as review_comment: a page may hold 250 threads of 1,000 comments (bench/bench_ui.py)."""
+    root = thread[0]
+    parts = [f'<div class="thread{" resolved" if root.resolved else ""}" data-thread="{int(root.pk)}">']
+    parts.extend(review_comment(c) for c in thread)
+    if root.resolved:
+        parts.append('<p class="muted small">Resolved.</p>')
+    can = context.get("can") or {}
+    if can.get("review"):
+        parts.append(thread_controls(context, root, entry_id))
+    parts.append("</div>")
+    return mark_safe("\n".join(parts))
+
+
 def thread_controls(context: template.Context, root: ReviewComment, entry_id: str) -> SafeString:
-    """A thread's Reply and Resolve/Reopen forms, drawn in Python for the same reason as
-    review_comment (250 threads' forms on a page). The URLs come from threads.html, reversed once."""
+    """A thread's Reply and Resolve/Reopen forms. The URLs come from threads.html, reversed once."""
     token = escape(str(context.get("csrf_token", "")))
     csrf = f'<input type="hidden" name="csrfmiddlewaretoken" value="{token}">'
     comment_url, resolve_url = escape(context["comment_url"]), escape(context["resolve_url"])
