@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from sessions_app.core import compaction as c
+from sessions_app.core import compaction_prompts as prompts
 from sessions_app.core import intake
 from sessions_app.core.tree import Node, index, node_from_entry
 from tests.paths import LARGE_SESSION
@@ -516,7 +517,7 @@ PROMPT_SHA256 = {  # computed from pi's own constants (coding-agent dist)
 
 @pytest.mark.parametrize("name", sorted(PROMPT_SHA256))
 def test_prompts_are_byte_exact(name):
-    assert hashlib.sha256(getattr(c, name).encode()).hexdigest() == PROMPT_SHA256[name]
+    assert hashlib.sha256(getattr(prompts, name).encode()).hexdigest() == PROMPT_SHA256[name]
 
 
 def test_prompts_have_the_fixed_sections():
@@ -531,29 +532,29 @@ def test_prompts_have_the_fixed_sections():
         "## Next Steps",
         "## Critical Context",
     ):
-        assert f"\n{heading}\n" in c.SUMMARIZATION_PROMPT
-        assert f"\n{heading}\n" in c.UPDATE_SUMMARIZATION_PROMPT
+        assert f"\n{heading}\n" in prompts.SUMMARIZATION_PROMPT
+        assert f"\n{heading}\n" in prompts.UPDATE_SUMMARIZATION_PROMPT
     for heading in ("## Original Request", "## Early Progress", "## Context for Suffix"):
-        assert f"\n{heading}\n" in c.TURN_PREFIX_SUMMARIZATION_PROMPT
-    assert c.BRANCH_SUMMARY_PREAMBLE == (
+        assert f"\n{heading}\n" in prompts.TURN_PREFIX_SUMMARIZATION_PROMPT
+    assert prompts.BRANCH_SUMMARY_PREAMBLE == (
         "The user explored a different conversation branch before returning here.\nSummary of that exploration:\n\n"
     )
 
 
 def test_summary_prompt_layout():
     msgs = [{"role": "user", "content": "hi", "timestamp": 1}]
-    assert c.summary_prompt(msgs) == "<conversation>\n[User]: hi\n</conversation>\n\n" + c.SUMMARIZATION_PROMPT
+    assert c.summary_prompt(msgs) == "<conversation>\n[User]: hi\n</conversation>\n\n" + prompts.SUMMARIZATION_PROMPT
     assert c.summary_prompt(msgs, previous_summary="P", custom_instructions="focus") == (
         "<conversation>\n[User]: hi\n</conversation>\n\n<previous-summary>\nP\n</previous-summary>\n\n"
-        + c.UPDATE_SUMMARIZATION_PROMPT
+        + prompts.UPDATE_SUMMARIZATION_PROMPT
         + "\n\nAdditional focus: focus"
     )
-    assert c.turn_prefix_prompt(msgs).endswith("</conversation>\n\n" + c.TURN_PREFIX_SUMMARIZATION_PROMPT)
+    assert c.turn_prefix_prompt(msgs).endswith("</conversation>\n\n" + prompts.TURN_PREFIX_SUMMARIZATION_PROMPT)
     assert c.branch_summary_prompt(msgs, custom_instructions="only this", replace_instructions=True).endswith(
         "</conversation>\n\nonly this"
     )
     assert c.branch_summary_prompt(msgs, custom_instructions="c").endswith(
-        c.BRANCH_SUMMARY_PROMPT + "\n\nAdditional focus: c"
+        prompts.BRANCH_SUMMARY_PROMPT + "\n\nAdditional focus: c"
     )
 
 
@@ -588,7 +589,7 @@ def test_compact_merges_history_and_turn_prefix_and_appends_file_lists():
     assert result.first_kept_entry_id == "e5"
     assert result.details == {"readFiles": ["r.md"], "modifiedFiles": ["w.py"]}
     assert sorted(r.max_tokens for r in summarize.requests) == [500, 800]
-    assert all(r.system == c.SUMMARIZATION_SYSTEM_PROMPT and r.reasoning == "high" for r in summarize.requests)
+    assert all(r.system == prompts.SUMMARIZATION_SYSTEM_PROMPT and r.reasoning == "high" for r in summarize.requests)
 
 
 def test_compact_uses_no_prior_history_when_the_split_turn_is_all_there_is():
@@ -616,7 +617,7 @@ def test_compact_single_call_uses_the_update_prompt_with_a_previous_summary():
     assert result.summary == "HISTORY"
     (request,) = summarize.requests
     assert "<previous-summary>\nOLD\n</previous-summary>" in request.prompt
-    assert request.prompt.endswith(c.UPDATE_SUMMARIZATION_PROMPT + "\n\nAdditional focus: tests")
+    assert request.prompt.endswith(prompts.UPDATE_SUMMARIZATION_PROMPT + "\n\nAdditional focus: tests")
     assert request.max_tokens == math.floor(0.8 * 16384)
 
 
@@ -682,7 +683,7 @@ def test_generate_branch_summary_adds_preamble_and_file_lists():
     entries, _ = c.collect_entries_for_branch_summary(idx, old_leaf_id="e5", target_id="e6")
     summarize = Recorder()
     result = asyncio.run(c.generate_branch_summary(entries, summarize=summarize, context_window=200000))
-    assert result.summary == c.BRANCH_SUMMARY_PREAMBLE + "HISTORY\n\n<modified-files>\nd.py\n</modified-files>"
+    assert result.summary == prompts.BRANCH_SUMMARY_PREAMBLE + "HISTORY\n\n<modified-files>\nd.py\n</modified-files>"
     assert result.details == {"readFiles": [], "modifiedFiles": ["d.py"]}
     (request,) = summarize.requests
     assert request.max_tokens == 2048 and request.reasoning is None
