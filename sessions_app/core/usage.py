@@ -1,0 +1,88 @@
+"""What assistant replies cost, pure: the tokens and dollars an assistant message's `usage` records.
+
+pi writes `usage = {input, output, cacheRead, cacheWrite, totalTokens, cost: {..., total}}` on every
+assistant message (reference/pi-session-format.md section 4). Every assistant message counts, aborted
+and errored ones too: their tokens were billed. Older files lack `totalTokens`; pi's own rule
+(calculateContextTokens) then sums the four counts, and so does this.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sessions_app.core.compaction import calculate_context_tokens
+
+Number = int | float
+
+
+def _num(value: object) -> Number:
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input: Number = 0
+    output: Number = 0
+    cache_read: Number = 0
+    cache_write: Number = 0
+    total_tokens: Number = 0
+    cost: float = 0.0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input + other.input,
+            self.output + other.output,
+            self.cache_read + other.cache_read,
+            self.cache_write + other.cache_write,
+            self.total_tokens + other.total_tokens,
+            self.cost + other.cost,
+        )
+
+    def as_json(self) -> dict[str, Number]:
+        """The REST API's shape (pi's key names)."""
+        return {
+            "input": self.input,
+            "output": self.output,
+            "cacheRead": self.cache_read,
+            "cacheWrite": self.cache_write,
+            "totalTokens": self.total_tokens,
+            "cost": self.cost,
+        }
+
+
+NONE = Usage()
+
+
+def message_usage(message: object) -> Usage | None:
+    """An assistant message's usage (zero where it records none); None for any other message."""
+    if not isinstance(message, Mapping) or message.get("role") != "assistant":
+        return None
+    usage = message.get("usage")
+    if not isinstance(usage, Mapping):
+        return NONE
+    cost = usage.get("cost")
+    return Usage(
+        input=_num(usage.get("input")),
+        output=_num(usage.get("output")),
+        cache_read=_num(usage.get("cacheRead")),
+        cache_write=_num(usage.get("cacheWrite")),
+        total_tokens=calculate_context_tokens(usage),
+        cost=float(_num(cost.get("total"))) if isinstance(cost, Mapping) else 0.0,
+    )
+
+
+def entry_usage(entry: Mapping[str, Any]) -> Usage | None:
+    """The usage of a stored entry (its JSON object) if it is an assistant message."""
+    if entry.get("type") != "message":
+        return None
+    return message_usage(entry.get("message"))
+
+
+def total(usages: Iterable[Usage | None]) -> Usage:
+    found = NONE
+    for usage in usages:
+        if usage is not None:
+            found = found + usage
+    return found
