@@ -14,7 +14,7 @@ def test_an_assistant_message_gives_its_counts_and_cost_total():
         _assistant(input=10, output=5, cacheRead=100, cacheWrite=7, totalTokens=122, cost={"total": 0.25, "input": 0.1})
     )
     assert found == Usage(10, 5, 100, 7, 122, 0.25)
-    assert found is not None and found.as_json() == {
+    assert found.as_json() == {
         "input": 10, "output": 5, "cacheRead": 100, "cacheWrite": 7, "totalTokens": 122, "cost": 0.25,
     }  # fmt: skip
 
