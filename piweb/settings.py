@@ -245,6 +245,10 @@ PIWEB_IMPORT_STALE_SECONDS = env_int("PIWEB_IMPORT_STALE_SECONDS", 600)
 PIWEB_SYNC_STALE_SECONDS = env_int("PIWEB_SYNC_STALE_SECONDS", 30)
 # Files this big or bigger (new sessions, v3) have their rows built by a worker process; -1: never.
 PIWEB_IMPORT_WORKER_MIN_BYTES = env_int("PIWEB_IMPORT_WORKER_MIN_BYTES", 4 * 1024 * 1024)
+# Search: an import that adds more entries than this is published first and indexed right after
+# by a background thread (store/search_index.py: the session says "indexing…" meanwhile); a
+# smaller one is indexed before the import returns.
+PIWEB_SEARCH_INDEX_INLINE_ENTRIES = env_int("PIWEB_SEARCH_INDEX_INLINE_ENTRIES", 5000)
 # SQLite: imports of files this big or bigger leave the WAL checkpoint to a background thread
 # (sessions_app/checkpoint.py); -1: never.
 PIWEB_BACKGROUND_CHECKPOINT_BYTES = env_int("PIWEB_BACKGROUND_CHECKPOINT_BYTES", 4 * 1024 * 1024)

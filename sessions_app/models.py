@@ -60,6 +60,10 @@ class Session(models.Model):
     # or other writer sees it (VISIBLE) until the import publishes it, or deletes it whole.
     # NULL once published (nullable without default: SQLite adds the column in place).
     staging = models.BooleanField(null=True, blank=True)
+    # Search (store/search_index.py): NULL when every entry is indexed; else the seq up to which
+    # entries are, the rest waiting for the background indexer ("indexing…"). Nullable without
+    # default (see entries_digest): existing sessions are indexed.
+    indexed_seq = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

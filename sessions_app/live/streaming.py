@@ -59,7 +59,7 @@ from sessions_app.llm.base import Error, Event, ModelInfo, TextDelta, ThinkingDe
 from sessions_app.llm.registry import Registry, registry_from_settings
 from sessions_app.models import VISIBLE, Session, StreamingTurn
 from sessions_app.render import frames
-from sessions_app.store import selectors, services
+from sessions_app.store import search_index, selectors, services
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -622,6 +622,7 @@ async def _janitor_loop() -> None:
         try:
             await database_sync_to_async(recover_stale_turns)()
             await database_sync_to_async(services.staging_discard_stale)()  # imports that stopped
+            await database_sync_to_async(search_index.resume_pending)()  # indexers that stopped
             if not first:
                 await database_sync_to_async(presence.heartbeat)()
         except Exception:  # pragma: no cover

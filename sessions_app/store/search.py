@@ -52,6 +52,9 @@ class Result:
     next: str | None
     ranked: bool
     query: Query
+    # Sessions the user may read whose newest entries are not indexed yet (public id, name): the
+    # hits may miss them, and whoever shows the hits says so.
+    indexing: list[tuple[str, str]]
 
 
 def _cursor_out(data: dict[str, Any]) -> str:
@@ -184,7 +187,7 @@ def search(*, user: User | AnonymousUser, q: str, limit: int = 20, cursor: str |
     limit = max(1, min(limit, MAX_LIMIT))
     state = _cursor_in(cursor) if cursor else None
     if query.empty or not user.is_authenticated:
-        return Result([], None, True, query)
+        return Result([], None, True, query, [])
     source, where, all_params, score, score_params = _where(user, query)
     # The same id; on SQLite named as the FTS5 table's rowid, the order it yields matches in.
     key = "f.rowid" if connection.vendor == "sqlite" and query.has_text else "d.id"
@@ -211,7 +214,15 @@ def search(*, user: User | AnonymousUser, q: str, limit: int = 20, cursor: str |
         more = len(found) > limit
         next_cursor = _cursor_out({"m": "time", "i": page[-1]}) if more and page else None
         ranked = False
-    return Result(_hits(page, query), next_cursor, ranked, query)
+    return Result(_hits(page, query), next_cursor, ranked, query, _indexing(user))
+
+
+INDEXING_SHOWN = 20  # sessions named as still indexing, at most
+
+
+def _indexing(user: User | AnonymousUser) -> list[tuple[str, str]]:
+    readable = selectors.session_list_for_user(user=user).filter(indexed_seq__isnull=False)
+    return list(readable.order_by("-updated_at").values_list("public_id", "name")[:INDEXING_SHOWN])
 
 
 def _scores(

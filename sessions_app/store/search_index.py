@@ -1,30 +1,38 @@
 """Keeping the search index (models.SearchDoc, migration 0012) in step with the entries.
 
-One writer, write_rows, of the rows searchtext.index_rows makes; two ways to reach it. A new
-session's import builds them in its worker from the entries it parses anyway and writes them with
-its staging batches (importing/worker.Job.search): reading and parsing 100k entries again doubled
-an import. Every other write path calls index_session, which reads the entries past the last
-indexed one, in its own transaction after its rows: appends and chat turns (services._store),
-re-imports and sync increments when published (importing/pipeline._publish, which calls it for a
-new session too: it then finds nothing left), forks. Deletes remove a session's documents with its
-entries (services._delete_whole). Idempotent: run twice, it indexes nothing new.
+One writer, write_rows, of the rows searchtext.index_rows makes from stored entries. A session's
+indexed_seq says how far its entries are indexed: NULL, all of them. Writes of a few entries
+(appends, chat turns, forks: services._store) index them in their own transaction (index_new). An
+import publishes its entries unindexed (the mark set behind them: mark_behind), then catches up:
+before it returns for a small file, by a thread of its own for a large one, so that a 100k-entry
+import is readable as soon as its rows are (its index costs as much again). Meanwhile the session
+says "indexing…" and a search says which sessions it could not fully see (pending). A stopped
+indexer's backlog is resumed by the janitor. Deletes remove a session's documents with its entries
+(services._delete_whole).
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 from functools import cache
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
 
 from sessions_app.core import jsjson
 from sessions_app.core.searchtext import IndexRow, index_rows
-from sessions_app.models import Session
+from sessions_app.models import VISIBLE, Session
+from sessions_app.store import writelock
+
+log = logging.getLogger(__name__)
 
 BATCH = 2000  # entries read per query, at most
 BATCH_BYTES = 4_000_000  # about this much line text per query: memory stays bounded on a file of huge lines
 _COLS = ("session_id", "seq", "entry_id", "kind", "role", "tool", "model", "ts_ms", "text")
 FTS = "sessions_app_search_fts"  # SQLite's FTS5 index over sessions_app_searchdoc (migration 0012)
+ANALYZE_AFTER = 5000  # documents one catch-up writes: PostgreSQL's statistics of them are renewed after
 ROWS = 100  # documents per INSERT (9 parameters each: well under SQLite's limit)
 _ONE = "(" + ", ".join(["%s"] * len(_COLS)) + ")"
 
@@ -34,36 +42,79 @@ def _insert(rows: int) -> str:
     return f"INSERT INTO sessions_app_searchdoc ({', '.join(_COLS)}) VALUES {', '.join([_ONE] * rows)}"
 
 
-def indexed_upto(session_pk: int) -> int:
-    """The seq of the last entry that gave a document (entries after it are read again: cheap,
-    they gave none)."""
+def mark_behind(session: Session, *, upto: int) -> int | None:
+    """In the transaction that publishes entries past seq `upto` without indexing them: the session
+    is indexed up to `upto` at most (or to where it was already behind). Returns the new mark."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT MAX(seq) FROM sessions_app_searchdoc WHERE session_id = %s", [session_pk])
+        cursor.execute(
+            "UPDATE sessions_app_session SET indexed_seq = CASE WHEN indexed_seq IS NULL OR indexed_seq > %s "
+            "THEN %s ELSE indexed_seq END WHERE id = %s",
+            [upto, upto, session.pk],
+        )
+        cursor.execute("SELECT indexed_seq FROM sessions_app_session WHERE id = %s", [session.pk])
         found = cursor.fetchone()
-    return int(found[0] or 0) if found else 0
+    return None if found is None else found[0]
 
 
-def index_session(session_pk: int) -> int:
-    """Index the session's entries not indexed yet; returns how many documents were written."""
+def index_new(session: Session, *, after: int) -> None:
+    """In the transaction that stores a few entries (an append, a chat turn, a fork), with the
+    session's row locked: index the entries past seq `after`, unless the session is behind (its
+    backlog's indexer reaches them)."""
+    if session.indexed_seq is None:
+        _index_range(session.pk, after, None)
+
+
+def catch_up(session_pk: int) -> int:
+    """Index a session that is behind, a batch per transaction (another writer may go between two),
+    until it is not; returns how many documents were written. Each batch first moves the mark past
+    the entries it indexes, under the write lock: two indexers of one session share the work and
+    never index an entry twice. Stops when the session is gone."""
     written = 0
-    after = indexed_upto(session_pk)
     size = 50  # the first batch is small; the next ones sized by the lines' length so far
-    with transaction.atomic():
-        while True:
+    while True:
+        with transaction.atomic():
             with connection.cursor() as cursor:
+                cursor.execute("SELECT indexed_seq, last_seq FROM sessions_app_session WHERE id = %s", [session_pk])
+                found = cursor.fetchone()
+                if found is None or found[0] is None:
+                    break
+                mark, last = found
+                upto = min(mark + size, last)
                 cursor.execute(
-                    "SELECT seq, ts_ms, raw FROM sessions_app_entry WHERE session_id = %s AND seq > %s "
-                    "ORDER BY seq LIMIT %s",
-                    [session_pk, after, size],
+                    "UPDATE sessions_app_session SET indexed_seq = %s WHERE id = %s AND indexed_seq = %s",
+                    [None if upto >= last else upto, session_pk, mark],
                 )
-                found = cursor.fetchall()
-            if not found:
-                return written
-            written += _write(session_pk, found)
-            after = found[-1][0]
-            per_line = max(1, sum(len(r[2]) for r in found) // len(found))
-            size = max(10, min(BATCH, BATCH_BYTES // per_line))
-            del found
+                claimed = cursor.rowcount == 1
+            if claimed:
+                count, per_line = _index_range(session_pk, mark, upto)
+                written += count
+                size = max(10, min(BATCH, BATCH_BYTES // max(1, per_line)))
+        writelock.make_way(connection)
+    if written >= ANALYZE_AFTER and connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            # Fresh statistics, or PostgreSQL finds a common word's newest hits through a bitmap
+            # of all its matches (store/search.py).
+            cursor.execute("ANALYZE sessions_app_searchdoc")
+    return written
+
+
+def _index_range(session_pk: int, after: int, upto: int | None) -> tuple[int, int]:
+    """Index the entries with after < seq <= upto (None: to the last); (documents, bytes per line)."""
+    written = lines = size = 0
+    while True:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT seq, ts_ms, raw FROM sessions_app_entry WHERE session_id = %s AND seq > %s AND seq <= %s "
+                "ORDER BY seq LIMIT %s",
+                [session_pk, after, upto if upto is not None else 2**62, BATCH],
+            )
+            found = cursor.fetchall()
+        if not found:
+            return written, size // max(1, lines)
+        lines += len(found)
+        size += sum(len(r[2]) for r in found)
+        written += _write(session_pk, found)
+        after = found[-1][0]
 
 
 def _write(session_pk: int, found: list[tuple[Any, ...]]) -> int:
@@ -132,7 +183,8 @@ def reindex_all() -> tuple[int, int]:
     for pk in Session.objects.filter(staging__isnull=True).order_by("pk").values_list("pk", flat=True).iterator():
         with transaction.atomic():
             delete_session(pk)
-            documents += index_session(pk)
+            Session.objects.filter(pk=pk).update(indexed_seq=0)
+        documents += catch_up(pk)
         sessions += 1
     with transaction.atomic():
         _delete_docs("session_id NOT IN (SELECT id FROM sessions_app_session)", [])
@@ -140,3 +192,60 @@ def reindex_all() -> tuple[int, int]:
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE sessions_app_searchdoc")  # (store/search.py's plans need its statistics)
     return sessions, documents
+
+
+# --- the backlog: published entries not indexed yet --------------------------------------------
+
+_running: set[int] = set()  # sessions this process's indexer threads are catching up
+_running_lock = threading.Lock()
+
+
+def catch_up_soon(session_pk: int) -> None:
+    """After entries were published unindexed (an import): a small backlog is indexed now, before
+    the import returns; a large one by a thread of its own, started once the publishing
+    transaction commits, so that the session is readable first (its import returns sooner)."""
+    behind = (
+        Session.objects.filter(pk=session_pk, indexed_seq__isnull=False).values_list("last_seq", "indexed_seq").first()
+    )
+    if behind is None:
+        return
+    if behind[0] - (behind[1] or 0) <= settings.PIWEB_SEARCH_INDEX_INLINE_ENTRIES:
+        catch_up(session_pk)
+    else:
+        transaction.on_commit(lambda: _start(session_pk))
+
+
+def resume_pending() -> int:
+    """Start an indexer for every visible session left behind (its indexer's process stopped):
+    run by the janitor (live/streaming.py). Returns how many were started."""
+    pending = Session.objects.filter(VISIBLE, indexed_seq__isnull=False).values_list("pk", flat=True)
+    return sum(_start(pk) for pk in list(pending))
+
+
+def _start(session_pk: int) -> bool:
+    with _running_lock:
+        if session_pk in _running:
+            return False
+        _running.add(session_pk)
+    # Not a daemon: a command that imports (manage.py import) exits once its sessions are searchable.
+    threading.Thread(target=_run, args=(session_pk,), name=f"piweb-search-index-{session_pk}").start()
+    return True
+
+
+def _run(session_pk: int) -> None:
+    try:
+        catch_up(session_pk)
+    except Exception:  # the janitor starts it again (resume_pending)
+        log.exception("indexing session %s stopped", session_pk)
+    finally:
+        with _running_lock:
+            _running.discard(session_pk)
+        connection.close()  # this thread's own connection
+
+
+def wait_for_indexers(timeout: float = 60.0) -> bool:
+    """Whether this process's indexer threads all ended within `timeout` seconds (benches, tests)."""
+    for thread in [t for t in threading.enumerate() if t.name.startswith("piweb-search-index-")]:
+        thread.join(timeout)
+    with _running_lock:
+        return not _running

@@ -103,7 +103,7 @@ def _store(session: Session, lines: list[piformat.Line], author_id: int | None, 
         else:
             entry = None
             rows.insert_rows(cursor, batch, vendor=connection.vendor)
-    search_index.index_session(session.pk)
+    search_index.index_new(session, after=session.last_seq - len(batch))
     return entry
 
 

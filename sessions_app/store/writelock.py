@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 import weakref
 from typing import Any
 
@@ -58,3 +59,18 @@ def install(connection: Any) -> None:
     """Announce this (Django) SQLite connection's BEGINs; once per connection."""
     if connection.vendor == "sqlite" and _announced not in connection.execute_wrappers:
         connection.execute_wrappers.append(_announced)
+
+
+# After its first ~0.3 s a waiting writer polls every 100 ms: a long writer (an import, the search
+# indexer) lets the lock go between two transactions while another writer waits, up to YIELD_S.
+YIELD_S = 0.25
+
+
+def make_way(connection: Any) -> None:
+    """Let another writer have SQLite's write lock between two of a long writer's transactions, if
+    one waits for it."""
+    if connection.vendor != "sqlite" or connection.in_atomic_block:
+        return
+    deadline = time.monotonic() + YIELD_S
+    while waiting(connection) and time.monotonic() < deadline:
+        time.sleep(0.002)

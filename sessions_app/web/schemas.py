@@ -186,7 +186,15 @@ class SearchHitOut(Schema):
     sessionName: str
 
 
+class SearchIndexingOut(Schema):
+    sessionId: str
+    sessionName: str
+
+
 class SearchOut(Schema):
     hits: list[SearchHitOut]
     next: str | None
     ranked: bool  # whole relevance order; false: newest first (too many matches to rank them all)
+    # Only in an incomplete answer: the sessions still being indexed, whose newest entries the hits
+    # may miss (search_api sends the contract's three keys otherwise).
+    indexing: list[SearchIndexingOut] | None = None

@@ -6,15 +6,17 @@ from django.http import HttpRequest
 from ninja import Router
 
 from sessions_app.store import search
-from sessions_app.web.schemas import ErrorOut, SearchHitOut, SearchOut
+from sessions_app.web.schemas import ErrorOut, SearchHitOut, SearchIndexingOut, SearchOut
 
 router = Router(tags=["search"])
 
 
-@router.get("", response={200: SearchOut, 422: ErrorOut}, url_name="search")
+@router.get("", response={200: SearchOut, 422: ErrorOut}, url_name="search", exclude_unset=True)
 def search_hits(request: HttpRequest, q: str = "", limit: int = 20, cursor: str | None = None) -> SearchOut:
     found = search.search_audited(user=request.user, q=q, limit=limit, cursor=cursor, via="api")
+    pending = {"indexing": [SearchIndexingOut(sessionId=pk, sessionName=name) for pk, name in found.indexing]}
     return SearchOut(
+        **(pending if found.indexing else {}),
         hits=[
             SearchHitOut(
                 sessionId=h.session_id,

@@ -1,18 +1,21 @@
-"""A new session's index rows come from the import's own parse (worker.Job.search), written with
-its batches: they must be exactly what reading the stored entries again gives (reindex_search),
-across batches, labels included, whoever builds the rows."""
+"""An import publishes its entries, then indexes them (store/search_index.py): before it returns
+for a small file, by a thread of its own for a large one, the session "indexing…" meanwhile. The
+documents must be exactly what reading the stored entries again gives (reindex_search), across
+batches, labels included, whoever builds the rows, however many indexers share the work."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
 from django.db import connection
+from django.test import Client
 
-from sessions_app.models import SearchDoc
-from sessions_app.store import search, search_index
-from sessions_app.store.importing import pipeline, worker
-from tests.builders import chain, entry, header, jsonl
+from sessions_app.models import SearchDoc, Session
+from sessions_app.store import search, search_index, services
+from sessions_app.store.importing import pipeline
+from tests.builders import chain, entry, header, jsonl, user
 
 pytestmark = pytest.mark.django_db
 
@@ -42,18 +45,11 @@ def _docs(session_pk: int) -> list[tuple[Any, ...]]:
 
 
 @pytest.mark.parametrize("builder", ["worker", "process"])
-def test_an_import_indexes_from_its_own_parse_as_a_reindex_would(alice, builder, monkeypatch):
-    reread: list[int] = []
-    real = search_index._write
-
-    def write(session_pk: int, found: list[tuple[Any, ...]]) -> int:
-        reread.append(len(found))
-        return real(session_pk, found)
-
-    monkeypatch.setattr(search_index, "_write", write)
+def test_an_import_indexes_its_entries_as_a_reindex_would(alice, builder):
     result = pipeline.session_import(owner=alice, data=_file(), builder=builder)
     assert result.built_by == builder
-    assert reread == []  # nothing was read again to index it
+    result.session.refresh_from_db()
+    assert result.session.indexed_seq is None  # a small file: searchable when the import returns
     imported = _docs(result.session.pk)
     assert len(imported) == 2501  # the messages, and the one label in force
 
@@ -67,25 +63,23 @@ def test_an_import_indexes_from_its_own_parse_as_a_reindex_would(alice, builder,
     assert search.search(user=alice, q="betalabel").hits == []
 
 
-def test_a_batch_holds_the_entries_kept_for_their_documents_to_a_size(alice, monkeypatch):
-    """The entries' data is held until their batch's documents are built: a batch ends once
-    their lines take worker.BATCH_BYTES, so memory stays bounded on a file of huge lines."""
-    monkeypatch.setattr(worker, "BATCH_BYTES", 5_000)
+def test_a_catch_up_reads_the_entries_in_batches_bounded_by_their_size(alice, monkeypatch):
+    """Memory stays bounded on a file of huge lines: a batch is sized by the lines read so far."""
+    monkeypatch.setattr(search_index, "BATCH_BYTES", 5_000)
     sizes: list[int] = []
-    real = search_index.write_rows
+    real = search_index._write
 
-    def write_rows(session_pk: int, rows: list[Any], targets: list[str]) -> int:
-        sizes.append(len(rows))
-        return real(session_pk, rows, targets)
+    def write(session_pk: int, found: list[tuple[Any, ...]]) -> int:
+        sizes.append(len(found))
+        return real(session_pk, found)
 
-    monkeypatch.setattr(search_index, "write_rows", write_rows)
+    monkeypatch.setattr(search_index, "_write", write)
     result = pipeline.session_import(owner=alice, data=_file(), builder="process")
-    assert max(sizes) < 100 and len(_docs(result.session.pk)) == 2501  # (two labels written, then replaced)
+    assert max(sizes) < 100 and len(sizes) > 25 and len(_docs(result.session.pk)) == 2501
 
 
 def test_a_search_during_an_import_finds_nothing_of_it_yet(alice):
-    """The documents are written with the staging batches: no reader sees them before the
-    session is published (they belong to the staging session, which no search reads)."""
+    """Nothing is indexed before the session is published: no reader sees a staging session."""
     seen: list[int] = []
     written: list[int] = []
 
@@ -94,8 +88,76 @@ def test_a_search_during_an_import_finds_nothing_of_it_yet(alice):
         seen.append(len(search.search(user=alice, q="text").hits))
 
     pipeline.session_import(owner=alice, data=_file(), builder="process", progress=progress)
-    assert max(written) > 0 and seen and max(seen) == 0
+    assert written and max(written) == 0 and max(seen) == 0
     assert len(search.search(user=alice, q="text").hits) == 20
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_large_import_is_readable_first_and_says_indexing_until_it_is_searchable(alice, settings, monkeypatch):
+    settings.PIWEB_SEARCH_INDEX_INLINE_ENTRIES = 100
+    started: list[int] = []
+    monkeypatch.setattr(search_index, "_start", started.append)  # the indexer thread held back
+    result = pipeline.session_import(owner=alice, data=_file(), builder="process")
+    session = Session.objects.get(pk=result.session.pk)
+    assert started == [session.pk] and session.indexed_seq == 0 and session.last_seq == 2504
+    assert SearchDoc.objects.filter(session_id=session.pk).count() == 0
+
+    client = Client()
+    client.force_login(alice)
+    body = client.get("/api/search", {"q": "gammalabel"}).json()
+    assert body["hits"] == [] and body["indexing"] == [{"sessionId": session.public_id, "sessionName": ""}]
+    page = client.get("/search/", {"q": "gammalabel"}).content.decode()
+    assert "data-search-indexing" in page and session.public_id in page
+    assert "data-indexing" in client.get(f"/sessions/{session.public_id}/").content.decode()
+    assert "data-indexing" in client.get("/").content.decode()
+
+    # An append meanwhile is left to the backlog's indexer (indexing it alone would skip the rest).
+    appended = services.entry_append(
+        session=session, payload=user("a zqappendedword question", 1_767_600_000_000), author=alice
+    )
+    assert SearchDoc.objects.filter(session_id=session.pk).count() == 0
+
+    monkeypatch.undo()  # the janitor starts the indexer again (its process stopped, say)
+    assert search_index.resume_pending() == 1
+    assert search_index.wait_for_indexers()
+    assert Session.objects.get(pk=session.pk).indexed_seq is None
+    body = client.get("/api/search", {"q": "zqappendedword"}).json()
+    assert [h["entryId"] for h in body["hits"]] == [appended.entry_id] and "indexing" not in body
+    assert "data-indexing" not in client.get(f"/sessions/{session.public_id}/").content.decode()
+    indexed = _docs(session.pk)
+    search_index.reindex_all()
+    assert _docs(session.pk) == indexed  # each entry indexed once, the append's included
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_indexers_of_one_session_share_the_work_and_index_nothing_twice(alice):
+    result = pipeline.session_import(owner=alice, data=_file(), builder="process")
+    expected = _docs(result.session.pk)
+    search_index.delete_session(result.session.pk)
+    Session.objects.filter(pk=result.session.pk).update(indexed_seq=0)
+    counts: list[int] = []
+
+    def index() -> None:
+        try:
+            counts.append(search_index.catch_up(result.session.pk))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=index) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert len(counts) == 2 and _docs(result.session.pk) == expected  # (two labels written, then replaced)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_catch_up_stops_when_its_session_is_deleted(alice):
+    result = pipeline.session_import(owner=alice, data=_file(), builder="process")
+    Session.objects.filter(pk=result.session.pk).update(indexed_seq=0)
+    services.session_delete(session=Session.objects.get(pk=result.session.pk))
+    assert search_index.catch_up(result.session.pk) == 0
+    assert not SearchDoc.objects.filter(session_id=result.session.pk).exists()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -105,6 +167,7 @@ def test_the_index_is_kept_for_large_imports_on_either_database(alice, generated
     PostgreSQL: a large import renews the index's planner statistics; without them a common word's
     newest hits are found through a bitmap of all its matches (1.4 s on the 1M corpus, not 5 ms)."""
     pipeline.session_import(owner=alice, data=generated(pipeline.ANALYZE_AFTER + 100, 3))
+    assert search_index.wait_for_indexers()
     with connection.cursor() as cursor:
         if connection.vendor == "sqlite":
             cursor.execute("SELECT v FROM sessions_app_search_fts_config WHERE k = 'automerge'")

@@ -249,6 +249,7 @@ def _import(
             stored = _Stored(increment.offset + grew, increment.sha256_after, lines)
         _publish(stage, owner=owner, stored=stored, source_path=source_path, added=summary.placed, origin=origin)
     _discard(stage, published=True)
+    search_index.catch_up_soon(stage.session.pk)
     return ImportResult(
         stage.session, stage.created, summary.placed, summary.problems, header.version, built_by, summary.private_mb
     )
@@ -478,9 +479,8 @@ def _publish(
                 with connection.cursor() as cursor:
                     cursor.execute(_COPY, [session.pk, stage.rows_pk])
             session.save(update_fields=_IMPORT_FIELDS)
-        # Searchable as it becomes visible: never "indexing…". A new session's documents came with
-        # its rows (worker.Job.search); this indexes what is left (a re-import's new entries).
-        search_index.index_session(session.pk)
+        if added:
+            session.indexed_seq = search_index.mark_behind(session, upto=session.last_seq - added)
         _finish(session, owner=owner, size=stored.size, source_path=source_path, created=stage.created, added=added,
                 via="sync" if origin is not None else "import")  # fmt: skip
 
@@ -541,7 +541,7 @@ def _build_and_write(
     job = worker.Job(
         session_pk=stage.rows_pk or 0, author_id=owner.pk,
         created_at=connection.ops.adapt_datetimefield_value(timezone.now()), limits=import_limits(), header=start,
-        first_seq=session.last_seq + 1, search=stage.created,
+        first_seq=session.last_seq + 1,
     )  # fmt: skip
     # The file's hash in a thread: hashlib lets go of the GIL, and it overlaps the rows' building.
     hashed: list[Any] = []
@@ -606,14 +606,8 @@ def _write(
                             "UPDATE sessions_app_session SET updated_at = %s WHERE id = %s",
                             [connection.ops.adapt_datetimefield_value(timezone.now()), pk],
                         )
-                    _make_way()
+                    writelock.make_way(connection)
                 source.read(size)
-            elif kind == "docs":
-                # A new session's index rows, with its entry rows: nothing is read again to index it.
-                assert stage.rows_pk is not None
-                with transaction.atomic():
-                    search_index.write_rows(stage.rows_pk, *payload)
-                _make_way()
             elif kind == "progress":
                 reported += payload
                 if progress is not None:
@@ -626,19 +620,6 @@ def _write(
 
 
 WRITE_ROWS = 1000  # rows per transaction
-# SQLite has one write lock, and a writer that finds it taken polls for it (its busy handler),
-# after its first ~0.3 s every 100 ms. Between two transactions the import lets the lock go while
-# another writer, of any process, waits for it (store/writelock.py), up to YIELD_S.
-YIELD_S = 0.25
-
-
-def _make_way() -> None:
-    """Lets another writer have SQLite's write lock between two batches, if one waits for it."""
-    if connection.vendor != "sqlite" or connection.in_atomic_block:
-        return
-    deadline = time.monotonic() + YIELD_S
-    while writelock.waiting(connection) and time.monotonic() < deadline:
-        time.sleep(0.002)
 
 
 def _finish(session: Session, *, owner: User, size: int, source_path: str, created: bool, added: int, via: str) -> None:
@@ -659,4 +640,3 @@ def _finish(session: Session, *, owner: User, size: int, source_path: str, creat
 def _analyze() -> None:
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE sessions_app_entry")
-        cursor.execute("ANALYZE sessions_app_searchdoc")

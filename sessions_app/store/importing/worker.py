@@ -12,9 +12,7 @@ Why fork: the child starts at once with the file's mapping (filesource.Source: s
 file is neither copied nor opened again) and every module already imported. Each process reads
 the file a block at a time and lets go of the pages it read (bounded memory, both sides).
 
-Protocol (a pipe of pickled messages): ("rows", [row, ...]), each followed, when the job asks
-for them, by ("docs", (index rows, label targets)) of the same entries (searchtext.index_rows,
-built here from the entries already parsed), ("progress", bytes_read), then
+Protocol (a pipe of pickled messages): ("rows", [row, ...]), ("progress", bytes_read), then
 ("done", Summary), or ("failed", reason) if the child could not finish (the importing process then
 builds the rows itself). A row (a list in rows.COLUMNS order) holds a line of the file as its
 (start, end) offsets, which the importing process has too: the lines (nearly all of the file) need
@@ -38,11 +36,9 @@ from sessions_app.core.filesource import Source, as_source
 from sessions_app.core.intake import Intake, Placed, StoredTree
 from sessions_app.core.listing import Listed, Listing
 from sessions_app.core.piformat import FileRefused, Header, Limits, Problem, read_entries
-from sessions_app.core.searchtext import index_rows
 from sessions_app.store.rows import entry_row
 
 BATCH = 2000  # rows per message
-BATCH_BYTES = 4_000_000  # or fewer, once their lines take this much: the entries held for their documents
 FIRST_BATCH = 200  # smaller, so the importing process starts writing sooner
 
 
@@ -54,7 +50,6 @@ class Job:
     limits: Limits
     header: Header  # where the lines to read start (after the header, or where a grown file grew)
     first_seq: int = 1
-    search: bool = False  # also build the entries' search index rows: ("docs", ...) after each ("rows", ...)
 
 
 @dataclass(slots=True)
@@ -92,14 +87,6 @@ def build(
         raw = (offset, offset + line.end - line.start) if offset >= 0 else bytes(line.source[line.start : line.end])
         return entry_row(placed, raw, session_pk, author_id, created_at, states)
 
-    search = job.search
-
-    def docs(batch: list[list[Any]]) -> tuple[str, Any]:
-        # From the entries just parsed: the index is built without reading them again.
-        return "docs", index_rows((r[1], r[7], placed_data.pop(r[1])) for r in batch)
-
-    placed_data: dict[int, Any] = {}  # seq -> the entry's data, until its batch's documents are built
-    held = 0  # bytes of the lines whose data is held
     add, batch = intake.add, FIRST_BATCH
     try:
         for item in read_entries(data, job.header, job.limits, progress=read.append):
@@ -113,14 +100,9 @@ def build(
                     else bytes(line.source[line.start : line.end])
                 )
                 rows.append(entry_row(placed, raw, session_pk, author_id, created_at, states))
-                if search:
-                    placed_data[placed.seq] = line.data
-                    held += line.end - line.start
-                if len(rows) >= batch or held >= BATCH_BYTES:
+                if len(rows) >= batch:
                     yield "rows", rows
-                    if search:
-                        yield docs(rows)
-                    rows, batch, held = [], BATCH, 0
+                    rows, batch = [], BATCH
             if read:
                 yield "progress", sum(read)
                 read.clear()
@@ -129,12 +111,8 @@ def build(
         return
     for placed in intake.finish():  # (held lines: read again by their offsets)
         rows.append(row(placed))
-        if search:
-            placed_data[placed.seq] = placed.line.data
     if rows:
         yield "rows", rows
-        if search:
-            yield docs(rows)
     if read:
         yield "progress", sum(read)
     yield (
