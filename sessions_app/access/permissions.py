@@ -50,6 +50,11 @@ def can(role: Role | None, need: Capability) -> bool:
     return role is not None and need in CAPABILITIES[role]
 
 
+def members_who_can(need: Capability) -> QuerySet[Membership]:
+    """The team memberships whose role has `need` (e.g. who reviews for a team asked to review)."""
+    return Membership.objects.filter(role__in=[str(r) for r in Role if need in CAPABILITIES[r]])
+
+
 def team_role(user: User | AnonymousUser, team_id: int) -> Role | None:
     """The user's role in the team, or None for a non-member (or anyone signed out or inactive)."""
     if not user.is_authenticated:

@@ -16,8 +16,8 @@ from django.core.mail import EmailMessage, get_connection
 from django.db import transaction
 from django.urls import reverse
 
-from sessions_app.access.permissions import CAPABILITIES, Role
-from sessions_app.models import Membership, ReviewComment, ReviewEmailOptOut, ReviewRequest, Session
+from sessions_app.access import permissions
+from sessions_app.models import ReviewComment, ReviewEmailOptOut, ReviewRequest, Session
 
 log = logging.getLogger(__name__)
 EXCERPT = 1000  # characters of a comment quoted in a mention mail
@@ -77,8 +77,7 @@ def request_made(*, request: ReviewRequest, session: Session, requester: User) -
     elif request.team_id is None:
         return
     else:
-        roles = [str(r) for r in Role if "review" in CAPABILITIES[r]]
-        rows = Membership.objects.filter(team_id=request.team_id, role__in=roles).select_related("user")
+        rows = permissions.members_who_can("review").filter(team_id=request.team_id).select_related("user")
         users = [m.user for m in rows]
     where = f"?leaf={quote(request.entry_id, safe='')}" if request.entry_id else ""
     whom = "you" if request.reviewer is not None else f"the team {session.team}"

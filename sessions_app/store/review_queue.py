@@ -10,8 +10,8 @@ from django.contrib.auth.models import User
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from sessions_app.access.permissions import CAPABILITIES, Role
-from sessions_app.models import Membership, ReviewComment, ReviewRequest, Verdict
+from sessions_app.access import permissions
+from sessions_app.models import ReviewComment, ReviewRequest, Verdict
 from sessions_app.store import reviews, selectors
 
 Section = Literal["requested", "threads", "flagged", "approved"]
@@ -21,8 +21,7 @@ MAX_LIMIT = 100
 
 
 def _review_teams(user: User) -> list[int]:
-    roles = [str(r) for r in Role if "review" in CAPABILITIES[r]]
-    return list(Membership.objects.filter(user=user, role__in=roles).values_list("team_id", flat=True))
+    return list(permissions.members_who_can("review").filter(user=user).values_list("team_id", flat=True))
 
 
 def _requested(user: User, visible: QuerySet[Any]) -> QuerySet[ReviewRequest]:

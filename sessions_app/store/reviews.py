@@ -20,7 +20,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from sessions_app import events
-from sessions_app.access import audit, team_scores
+from sessions_app.access import audit, permissions, team_scores
 from sessions_app.access.permissions import can, session_access
 from sessions_app.errors import InvalidRequest, MemberError, NotFound, SessionConflict, SessionForbidden
 from sessions_app.models import VERDICTS, Membership, ReviewComment, ReviewRequest, Session, Verdict
@@ -215,11 +215,9 @@ def comment_delete(*, comment: ReviewComment, session: Session, user: User) -> N
         )  # fmt: skip
 
 
-def comments_of(*, session: Session, within: set[str] | None = None) -> list[ReviewComment]:
-    """The session's comments in thread order (roots and replies by id); within: only on those
-    entries (a branch share's path)."""
-    rows = ReviewComment.objects.filter(session=session).order_by("id")
-    return [c for c in rows if within is None or c.entry_id in within]
+def comments_of(*, session: Session) -> list[ReviewComment]:
+    """The session's comments in thread order (roots and replies by id)."""
+    return list(ReviewComment.objects.filter(session=session).order_by("id"))
 
 
 def threads_by_entry(*, session: Session, entry_ids: list[str]) -> dict[str, list[list[ReviewComment]]]:
@@ -442,9 +440,8 @@ def request_create(
 
 
 def _inbox_users(rows: Iterable[ReviewRequest]) -> set[int]:
-    """Whose "requested from me" count these requests are in: the reviewer asked, or every member
-    of the team asked (the queue counts a team request for its reviewers and above only; telling
-    the others too costs them a recount, nothing more)."""
+    """Whose "requested from me" count these requests are in: the reviewer asked, or the members of
+    the team asked who review (review_queue counts a team request for them)."""
     users: set[int] = set()
     teams: set[int] = set()
     for r in rows:
@@ -453,7 +450,8 @@ def _inbox_users(rows: Iterable[ReviewRequest]) -> set[int]:
         elif r.team_id is not None:
             teams.add(r.team_id)
     if teams:
-        users |= set(Membership.objects.filter(team_id__in=teams).values_list("user_id", flat=True))
+        reviewers = permissions.members_who_can("review").filter(team_id__in=teams)
+        users |= set(reviewers.values_list("user_id", flat=True))
     return users
 
 

@@ -38,6 +38,12 @@ def test_capability_table_is_cumulative():
     assert caps[3] - caps[2] == {"delete", "manage"}
 
 
+def test_who_reviews_for_a_team_is_its_members_whose_role_may_review(world):
+    """One rule for the review queue, the inbox count and the review mail."""
+    reviewers = permissions.members_who_can("review").filter(team=world.core)
+    assert {m.user.username for m in reviewers} == {"reviewer", "editor", "admin"}
+
+
 def test_session_get_for_user_404_then_403(world):
     sid = world.sessions["team"].public_id
     with pytest.raises(SessionNotFound):
