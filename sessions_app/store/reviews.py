@@ -265,9 +265,9 @@ def tree_marks(
 
 
 def commented_entries(*, session: Session) -> set[str]:
-    """Entries with at least one comment thread (the tree's "Commented" filter); a thread whose
-    comments were all deleted still counts: its tombstones are shown."""
-    rows = ReviewComment.objects.filter(session=session, parent__isnull=True).values_list("entry_id", flat=True)
+    """Entries with at least one live comment (the tree's "Commented" filter): those the tree's 💬
+    count marks (tree_marks). A thread whose comments were all deleted has nothing left to read."""
+    rows = ReviewComment.objects.filter(session=session, deleted_at__isnull=True).values_list("entry_id", flat=True)
     return set(rows.distinct())
 
 

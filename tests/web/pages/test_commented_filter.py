@@ -17,8 +17,9 @@ pytestmark = pytest.mark.django_db
 def commented(alice, tree: Tree) -> Tree:
     root = reviews.comment_create(session=tree.session, author=alice, entry_id=tree.ids["u2a"], body="why Rust?")
     reviews.comment_create(session=tree.session, author=alice, entry_id=tree.ids["u2a"], body="ok", parent_id=root.pk)
-    gone = reviews.comment_create(session=tree.session, author=alice, entry_id=tree.ids["a2b"], body="off branch")
-    reviews.comment_delete(comment=gone, session=tree.session, user=alice)  # a tombstone thread still counts
+    reviews.comment_create(session=tree.session, author=alice, entry_id=tree.ids["a2b"], body="off branch")
+    gone = reviews.comment_create(session=tree.session, author=alice, entry_id=tree.ids["u2b"], body="never mind")
+    reviews.comment_delete(comment=gone, session=tree.session, user=alice)  # only tombstones: not "commented"
     return tree
 
 
@@ -32,6 +33,7 @@ def test_commented_shows_threads_and_the_leaf(htmx_client, commented):
         assert f'id="t-{commented.ids[key]}"' in html, key
     for key in ("u1", "a1", "u2b", "tool", "model"):
         assert f'id="t-{commented.ids[key]}"' not in html, key
+    assert reviews.commented_entries(session=commented.session) == set(reviews.tree_marks(session=commented.session))
     assert "filter=commented" in html  # the rows' links keep the filter
 
 
