@@ -15,6 +15,7 @@ from sessions_app.access import permissions
 from sessions_app.access.permissions import Capability
 from sessions_app.core import context as ctx
 from sessions_app.core import jsjson
+from sessions_app.core.compare import Split, split_paths
 from sessions_app.core.files_changed import FileChange, files_changed
 from sessions_app.core.tree import Node, labels_in_force
 from sessions_app.errors import EntryNotFound
@@ -90,6 +91,29 @@ def path_nodes(*, session: Session, leaf_id: str, stop_id: str | None = None) ->
         rows = cursor.fetchall()
     rows.sort(key=lambda r: -r[4])
     return [Node(id=r[0], parent_id=r[1], type=r[2], data=jsjson.loads(r[3])) for r in rows]
+
+
+def compare_split(*, session: Session, a: str, b: str) -> Split:
+    """Paths to a and to b, cut below where they part (core/compare.py); EntryNotFound names an
+    id the session does not have."""
+    path_a = path_nodes(session=session, leaf_id=a)
+    if not path_a:
+        raise _not_found(a)
+    path_b = path_a if b == a else path_nodes(session=session, leaf_id=b)
+    if not path_b:
+        raise _not_found(b)
+    return split_paths(path_a, path_b)
+
+
+def compare_json(*, session: Session, a: str, b: str) -> dict[str, Any]:
+    """GET /compare: {"ancestorId", "a", "b"}, each side's entries as GET /tree's nodes."""
+    split = compare_split(session=session, a=a, b=b)
+    resolved = labels(session=session)
+    return {
+        "ancestorId": split.ancestor_id,
+        "a": [tree_nodes.node_of(n, resolved) for n in split.a],
+        "b": [tree_nodes.node_of(n, resolved) for n in split.b],
+    }
 
 
 def branch_files(*, session: Session, leaf_id: str) -> list[FileChange]:

@@ -10,13 +10,14 @@ cache. A cold read (a new process) renders everything in one pass.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import orjson
 from django.core.cache import caches
 from django.db import connection
 
+from sessions_app.core.tree import Node
 from sessions_app.models import Session
 from sessions_app.store.batches import select_in
 
@@ -97,14 +98,27 @@ def render_chunks(session_pk: int, low: int, high: int, chunk_labels: dict[int, 
         chunk = (seq - 1) // CHUNK
         if chunk not in chunks:
             chunks[chunk], resolved = [], chunk_labels.get(chunk, {})
-        node: dict[str, Any] = {"id": entry_id, "parentId": parent_id, "type": kind}
-        if role is not None:
-            node["role"] = role
-        if entry_id in resolved:
-            node["label"] = resolved[entry_id]
-        node["timestamp"] = timestamp
-        chunks[chunk].append(node)
+        chunks[chunk].append(node_dict(entry_id, parent_id, kind, role, resolved.get(entry_id), timestamp))
     return {chunk: orjson.dumps(nodes)[1:-1] for chunk, nodes in chunks.items()}
+
+
+def node_dict(
+    entry_id: str, parent_id: str | None, kind: str, role: str | None, label: str | None, timestamp: str
+) -> dict[str, Any]:
+    """One node of GET /tree (and of anything else that lists nodes: GET /compare's sides)."""
+    node: dict[str, Any] = {"id": entry_id, "parentId": parent_id, "type": kind}
+    if role is not None:
+        node["role"] = role
+    if label is not None:
+        node["label"] = label
+    node["timestamp"] = timestamp
+    return node
+
+
+def node_of(node: Node, labels: Mapping[str, str]) -> dict[str, Any]:
+    """node_dict of a parsed entry: its role and timestamp read from the line, as the rows store them
+    (store/rows.py)."""
+    return node_dict(node.id, node.parent_id, node.type, node.role, labels.get(node.id), node.data["timestamp"])
 
 
 def _lookup(session_pk: int, key: str, value: str, wanted: list[Any]) -> dict[Any, Any]:
