@@ -1,0 +1,62 @@
+"""Branch compare (/sessions/<id>/compare/?a=<entry>&b=<entry>): two branches side by side from
+their common ancestor, with each side's cost and tokens. b left out is the session's leaf; with
+neither, the page only asks for them. Readers of the session only: share links do not get it."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
+
+from sessions_app.core import piformat
+from sessions_app.errors import EntryNotFound, InvalidRequest
+from sessions_app.models import Session
+from sessions_app.render import compare
+from sessions_app.store import selectors
+from sessions_app.web import forms
+from sessions_app.web.views import HtmxHttpRequest, session_view
+
+
+def compare_url(session: Session, a: str, b: str | None = None, **extra: Any) -> str:
+    query = {"a": a, **({"b": b} if b else {}), **extra}
+    return reverse("sessions:compare", args=[session.public_id]) + "?" + urlencode(query)
+
+
+def _checked(entry_id: str) -> str:
+    # An id no entry can have (PostgreSQL refuses a NUL even in a query) is as missing as any other.
+    if piformat.id_problem("id", entry_id):
+        raise EntryNotFound(f"Entry {entry_id} not found", entryId=entry_id)
+    return entry_id
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+@session_view
+def compare_page(request: HtmxHttpRequest, session: Session) -> HttpResponse:
+    form = forms.CompareForm(request.GET)
+    if not form.is_valid():
+        raise InvalidRequest("Choose two entries.", errors=form.errors.get_json_data())
+    d = form.cleaned_data
+    a, b, start = d.get("a") or None, d.get("b") or session.leaf_id, d.get("start") or 0
+    context: dict[str, Any] = {"session": session, "share_token": "", "a": a or "", "b": b or "", "leaf_id": None}
+    if a is None or b is None:
+        return render(request, "sessions_app/compare.html", context)
+    split = selectors.compare_split(session=session, a=_checked(a), b=_checked(b))
+    pairs, more = compare.rows(split.a, split.b, start=start)
+    context.update(
+        ancestor_id=split.ancestor_id,
+        rows=pairs,
+        more_url=compare_url(session, a, b, start=more) if more is not None else None,
+        side_a=compare.side_totals(split.a),
+        side_b=compare.side_totals(split.b),
+        swap_url=compare_url(session, b, a),
+        leaf_id=session.leaf_id,
+    )
+    if request.htmx and start:
+        return render(request, "sessions_app/compare.html#compare-rows", context)
+    return render(request, "sessions_app/compare.html", context)
