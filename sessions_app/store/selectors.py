@@ -22,6 +22,7 @@ from sessions_app.errors import EntryNotFound
 from sessions_app.models import BIG_COLUMNS, VISIBLE, Entry, Membership, Session
 from sessions_app.store import tree_nodes
 from sessions_app.store.batches import select_in
+from sessions_app.store.importing import gcpause
 
 
 def session_get_for_user(*, user: User | AnonymousUser, public_id: str, need: Capability = "read") -> Session:
@@ -96,13 +97,16 @@ def path_nodes(*, session: Session, leaf_id: str, stop_id: str | None = None) ->
 def compare_split(*, session: Session, a: str, b: str) -> Split:
     """Paths to a and to b, cut below where they part (core/compare.py); EntryNotFound names an
     id the session does not have."""
-    path_a = path_nodes(session=session, leaf_id=a)
-    if not path_a:
-        raise _not_found(a)
-    path_b = path_a if b == a else path_nodes(session=session, leaf_id=b)
-    if not path_b:
-        raise _not_found(b)
-    return split_paths(path_a, path_b)
+    # Two long paths are many small objects kept at once: the collector's full passes over them
+    # would cost more than reading them (gcpause.py).
+    with gcpause.paused():
+        path_a = path_nodes(session=session, leaf_id=a)
+        if not path_a:
+            raise _not_found(a)
+        path_b = path_a if b == a else path_nodes(session=session, leaf_id=b)
+        if not path_b:
+            raise _not_found(b)
+        return split_paths(path_a, path_b)
 
 
 def compare_json(*, session: Session, a: str, b: str) -> dict[str, Any]:
