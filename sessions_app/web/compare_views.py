@@ -1,6 +1,8 @@
 """Branch compare (/sessions/<id>/compare/?a=<entry>&b=<entry>): two branches side by side from
 their common ancestor, with each side's cost and tokens. b left out is the session's leaf; with
-neither, the page only asks for them. Readers of the session only: share links do not get it."""
+neither, the page only asks for them. The sibling switcher's link compares the branch being read
+with the alternative's (down=1: b's newest leaf, where the switcher itself would go). Readers of
+the session only: share links do not get it."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from sessions_app.core import piformat
 from sessions_app.errors import EntryNotFound, InvalidRequest
 from sessions_app.models import Session
 from sessions_app.render import compare
-from sessions_app.store import selectors
+from sessions_app.store import explorer, selectors
 from sessions_app.web import forms
 from sessions_app.web.views import HtmxHttpRequest, session_view
 
@@ -46,6 +48,10 @@ def compare_page(request: HtmxHttpRequest, session: Session) -> HttpResponse:
     context: dict[str, Any] = {"session": session, "share_token": "", "a": a or "", "b": b or "", "leaf_id": None}
     if a is None or b is None:
         return render(request, "sessions_app/compare.html", context)
+    if d.get("down"):
+        explorer.entry_row(session, _checked(b))
+        b = explorer.newest_leaf(session, b)
+        context["b"] = b
     split = selectors.compare_split(session=session, a=_checked(a), b=_checked(b))
     pairs, more = compare.rows(split.a, split.b, start=start)
     context.update(

@@ -115,6 +115,14 @@ def test_b_defaults_to_the_session_leaf(alice_client, forked):
     assert f'data-id="{ids["y1"]}"' in html
 
 
+def test_down_follows_b_to_its_newest_leaf(alice_client, forked):
+    session, ids = forked
+    html = page(alice_client, session, a=ids["x3"], b=ids["y1"], down="1").content.decode()
+    assert f'name="b" value="{ids["y2"]}"' in html
+    assert f'data-id="{ids["y1"]}"' in html and "1 failed" in html  # y2, the result, under y1's call
+    assert page(alice_client, session, a=ids["x3"], b="nope", down="1").status_code == 404
+
+
 def test_the_same_entry_twice_draws_no_rows(alice_client, forked):
     session, ids = forked
     html = page(alice_client, session, a=ids["x3"], b=ids["x3"]).content.decode()
@@ -145,7 +153,8 @@ def test_reachable_from_the_sibling_switcher_and_the_actions(alice_client, forke
     session, ids = forked
     html = alice_client.get(reverse("sessions:detail", args=[session.public_id]), {"leaf": ids["x3"]}).content.decode()
     base = reverse("sessions:compare", args=[session.public_id])
-    assert f'href="{base}?a={ids["x1"]}&amp;b={ids["y1"]}"' in html  # x1's sibling is y1
+    # x1's alternative is y1: the branch read (to x3) against y1's newest leaf.
+    assert f'href="{base}?a={ids["x3"]}&amp;b={ids["y1"]}&amp;down=1"' in html
     assert "data-compare-sibling" in html
     assert f'href="{base}?a={ids["x3"]}&amp;b={ids["y2"]}"' in html  # x3 with the session's leaf
 
