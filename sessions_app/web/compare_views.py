@@ -54,15 +54,14 @@ def compare_page(request: HtmxHttpRequest, session: Session) -> HttpResponse:
         context["b"] = b
     split = selectors.compare_split(session=session, a=_checked(a), b=_checked(b))
     pairs, more = compare.rows(split.a, split.b, start=start)
+    context.update(rows=pairs, more_url=compare_url(session, a, b, start=more) if more is not None else None)
+    if request.htmx and start:  # "Show more": the next rows only
+        return render(request, "sessions_app/compare.html#compare-rows", context)
     context.update(
         ancestor_id=split.ancestor_id,
-        rows=pairs,
-        more_url=compare_url(session, a, b, start=more) if more is not None else None,
         side_a=compare.side_totals(split.a),
         side_b=compare.side_totals(split.b),
         swap_url=compare_url(session, b, a),
         leaf_id=session.leaf_id,
     )
-    if request.htmx and start:
-        return render(request, "sessions_app/compare.html#compare-rows", context)
     return render(request, "sessions_app/compare.html", context)
