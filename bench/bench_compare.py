@@ -7,11 +7,13 @@ Generates a session (written here, pi v3 lines): a shared prefix of --prefix ent
 branches of --branch entries each diverging from its last entry (user, assistant with a bash call
 every third turn and its result, usage on every reply), imports it into a scratch database and
 times requests through Django's test client (server time, in-process, no network) after one
-warm-up request each: the API with both leaves, the page's first screen, a later "Show more" page,
-and each side's cost and tokens. Target: under 200 ms for the API and the page.
+warm-up request each: the API with both leaves, the page's first screen and a later "Show more"
+page (median wall-clock and CPU time), then each side's tokens and cost as the page shows them.
+Target: under 200 ms for the API and the page.
 
-pi has no compare operation; the nearest, getBranch() of both leaves and the common-ancestor walk
-its branch summary does, is what bench/pi_compare.mjs times when --pi is given.
+pi has no compare operation; the nearest, collectEntriesForBranchSummary() both ways (the entries
+from the common ancestor to each leaf, as its branch summary finds them) with the session open in
+memory, is what bench/pi_compare.mjs times with --pi (open() timed apart).
 """
 
 from __future__ import annotations
@@ -118,14 +120,17 @@ def session_lines(prefix: int, branch: int) -> tuple[list[str], str, str, str]:
     return lines, fork, leaf_a, leaf_b
 
 
-def timed(fn: Callable[[], Any], reps: int) -> tuple[float, Any]:
+def timed(fn: Callable[[], Any], reps: int) -> tuple[str, Any]:
+    """Median wall-clock and CPU time (the process's) of reps calls after a warm-up: on a shared,
+    loaded machine the wall clock measures the load too, the CPU time only this work."""
     fn()  # warm-up: imports, template compilation
-    times, result = [], None
+    wall, cpu, result = [], [], None
     for _ in range(reps):
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         result = fn()
-        times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times), result
+        wall.append((time.perf_counter() - started) * 1000)
+        cpu.append((time.process_time() - started_cpu) * 1000)
+    return f"median {statistics.median(wall):6.1f} ms (CPU {statistics.median(cpu):6.1f} ms)", result
 
 
 def main() -> None:
@@ -168,26 +173,23 @@ def main() -> None:
     page = f"/sessions/{session.public_id}/compare/"
     both = {"a": leaf_a, "b": leaf_b}
 
-    ms, response = timed(lambda: client.get(api, both), args.reps)
+    took, response = timed(lambda: client.get(api, both), args.reps)
     body = response.json()
     assert response.status_code == 200 and body["ancestorId"] == fork, body.get("ancestorId")
     assert len(body["a"]) == len(body["b"]) == args.branch
     print(
-        f"API  GET /compare        median {ms:7.1f} ms  ({len(response.content) / 1e6:.2f} MB, sides "
+        f"API  GET /compare        {took}  ({len(response.content) / 1e6:.2f} MB, sides "
         f"{len(body['a'])} + {len(body['b'])} nodes)"
     )
-    ms, response = timed(lambda: client.get(page, both), args.reps)
+    took, response = timed(lambda: client.get(page, both), args.reps)
     assert response.status_code == 200
     html = response.content.decode()
-    print(
-        f"page first screen        median {ms:7.1f} ms  ({len(response.content) / 1e3:.0f} KB, "
-        f"{html.count('data-row>')} rows)"
-    )
+    print(f"page first screen        {took}  ({len(response.content) / 1e3:.0f} KB, {html.count('data-row>')} rows)")
     htmx = Client(headers={"HX-Request": "true"})
     htmx.force_login(user)
-    ms, response = timed(lambda: htmx.get(page, {**both, "start": args.branch // 2}), args.reps)
+    took, response = timed(lambda: htmx.get(page, {**both, "start": args.branch // 2}), args.reps)
     assert response.status_code == 200
-    print(f"page Show more (middle)  median {ms:7.1f} ms  ({len(response.content) / 1e3:.0f} KB)")
+    print(f"page Show more (middle)  {took}  ({len(response.content) / 1e3:.0f} KB)")
     for side in ("A", "B"):
         at = html.index(f'data-side="{side}"')
         stats = html[html.index("<span data-tokens", at) : html.index("</div>", at)]

@@ -3,12 +3,13 @@ calls are render/tools.py's with their results under them), a word diff where tw
 differ, and each side's usage.
 
 Rows pair the sides' entries in order from the common ancestor. A page draws PAGE entries of each
-side; "Show more" asks for the next ones, so two long branches cost one page at a time.
+side, and reads only their lines (and, for the totals, the assistant messages'): "Show more" asks
+for the next ones, so two long branches cost one page at a time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import zip_longest
 from typing import Any
@@ -38,9 +39,16 @@ class Side:
     usage: usage.Usage
 
 
-def side_totals(nodes: Sequence[Node]) -> Side:
-    messages = sum(1 for n in nodes if n.type == "message")
-    return Side(len(nodes), messages, usage.total(usage.entry_usage(n.data) for n in nodes))
+def side_totals(heads: Sequence[Node], lines: Mapping[str, Mapping[str, Any]]) -> Side:
+    """heads: a side's path_heads nodes; lines: the parsed lines of (at least) its assistant messages."""
+    messages = sum(1 for n in heads if n.type == "message")
+    replies = (usage.entry_usage(lines[n.id]) for n in heads if n.data["role"] == "assistant")
+    return Side(len(heads), messages, usage.total(replies))
+
+
+def replies(heads: Sequence[Node]) -> list[str]:
+    """The assistant messages among a side's path_heads nodes: the lines its totals read."""
+    return [n.id for n in heads if n.data["role"] == "assistant"]
 
 
 def _text(node: Node) -> str | None:
@@ -72,13 +80,12 @@ def _cells(nodes: Sequence[Node]) -> list[Cell]:
 Row = tuple[Cell | None, Cell | None]
 
 
-def rows(a: Sequence[Node], b: Sequence[Node], *, start: int) -> tuple[list[Row], int | None]:
-    """The rows of entries start..start+PAGE of each side, and where the next page starts (None:
-    this is the last). Paired messages of one role whose texts differ get a word diff, all of them
-    together within compare.PAGE_WORK."""
-    window_a, window_b = a[start : start + PAGE], b[start : start + PAGE]
-    texts = {n.id: _text(n) for n in (*window_a, *window_b)}
-    pairs = list(zip_longest(_cells(window_a), _cells(window_b)))
+def rows(a: Sequence[Node], b: Sequence[Node]) -> list[Row]:
+    """A page's rows: a and b are the entries it draws of each side (their lines in data). Paired
+    messages of one role whose texts differ get a word diff, all of them together within
+    compare.PAGE_WORK."""
+    texts = {n.id: _text(n) for n in (*a, *b)}
+    pairs = list(zip_longest(_cells(a), _cells(b)))
     budget = compare.PAGE_WORK
     for left, right in pairs:
         if left is None or right is None or left.shown.kind != right.shown.kind:
@@ -89,9 +96,4 @@ def rows(a: Sequence[Node], b: Sequence[Node], *, start: int) -> tuple[list[Row]
         d = compare.word_diff(old, new, budget=budget)
         budget -= d.work
         left.diff, right.diff = diff_html(d.a), diff_html(d.b)
-    more = start + PAGE if start + PAGE < max(len(a), len(b)) else None
-    return pairs, more
-
-
-def usage_json(side: Side) -> dict[str, Any]:
-    return {"entries": side.entries, "messages": side.messages, **side.usage.as_json()}
+    return pairs

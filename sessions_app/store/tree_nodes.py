@@ -10,14 +10,13 @@ cache. A cold read (a new process) renders everything in one pass.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import orjson
 from django.core.cache import caches
 from django.db import connection
 
-from sessions_app.core.tree import Node
 from sessions_app.models import Session
 from sessions_app.store.batches import select_in
 
@@ -113,12 +112,6 @@ def node_dict(
         node["label"] = label
     node["timestamp"] = timestamp
     return node
-
-
-def node_of(node: Node, labels: Mapping[str, str]) -> dict[str, Any]:
-    """node_dict of a parsed entry: its role and timestamp read from the line, as the rows store them
-    (store/rows.py)."""
-    return node_dict(node.id, node.parent_id, node.type, node.role, labels.get(node.id), node.data["timestamp"])
 
 
 def _lookup(session_pk: int, key: str, value: str, wanted: list[Any]) -> dict[Any, Any]:

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from sessions_app.core import piformat
+from sessions_app.core.tree import Node
 from sessions_app.errors import EntryNotFound, InvalidRequest
 from sessions_app.models import Session
 from sessions_app.render import compare
@@ -36,6 +37,10 @@ def _checked(entry_id: str) -> str:
     return entry_id
 
 
+def _read(heads: list[Node], lines: dict[str, dict[str, Any]]) -> list[Node]:
+    return [Node(id=n.id, parent_id=n.parent_id, type=n.type, data=lines[n.id]) for n in heads]
+
+
 @require_GET
 @vary_on_headers("HX-Request")
 @session_view
@@ -53,14 +58,23 @@ def compare_page(request: HtmxHttpRequest, session: Session) -> HttpResponse:
         b = explorer.newest_leaf(session, b)
         context["b"] = b
     split = selectors.compare_split(session=session, a=_checked(a), b=_checked(b))
-    pairs, more = compare.rows(split.a, split.b, start=start)
-    context.update(rows=pairs, more_url=compare_url(session, a, b, start=more) if more is not None else None)
-    if request.htmx and start:  # "Show more": the next rows only
+    window_a, window_b = split.a[start : start + compare.PAGE], split.b[start : start + compare.PAGE]
+    whole = not (request.htmx and start)  # else "Show more": the next rows only
+    wanted = [n.id for n in (*window_a, *window_b)]
+    if whole:
+        wanted += compare.replies(split.a) + compare.replies(split.b)
+    lines = selectors.entry_lines(session=session, ids=wanted)
+    more = start + compare.PAGE if start + compare.PAGE < max(len(split.a), len(split.b)) else None
+    context.update(
+        rows=compare.rows(_read(window_a, lines), _read(window_b, lines)),
+        more_url=compare_url(session, a, b, start=more) if more is not None else None,
+    )
+    if not whole:
         return render(request, "sessions_app/compare.html#compare-rows", context)
     context.update(
         ancestor_id=split.ancestor_id,
-        side_a=compare.side_totals(split.a),
-        side_b=compare.side_totals(split.b),
+        side_a=compare.side_totals(split.a, lines),
+        side_b=compare.side_totals(split.b, lines),
         swap_url=compare_url(session, b, a),
         leaf_id=session.leaf_id,
     )
