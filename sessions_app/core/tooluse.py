@@ -122,7 +122,7 @@ def split_lines(text: str) -> list[str]:
 DIFF_WORK = 4_000_000
 
 
-def _trimmed_opcodes(a: list[str], b: list[str], context: int | None) -> list[tuple[str, int, int, int, int]]:
+def trimmed_opcodes(a: list[str], b: list[str], context: int | None) -> list[tuple[str, int, int, int, int]]:
     """The common head and tail kept, the middle replaced: linear in the lines, whatever they hold."""
     head = 0
     while head < len(a) and head < len(b) and a[head] == b[head]:
@@ -149,7 +149,7 @@ def line_diff(old: str, new: str, *, context: int | None = None) -> Diff:
     diff = Diff(a, b)
     groups: list[list[tuple[str, int, int, int, int]]]
     if len(a) * len(b) > DIFF_WORK:
-        groups = [_trimmed_opcodes(a, b, context)]
+        groups = [trimmed_opcodes(a, b, context)]
     else:
         matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
         groups = [list(matcher.get_opcodes())] if context is None else list(matcher.get_grouped_opcodes(context))

@@ -81,8 +81,19 @@ def entry_usage(entry: Mapping[str, Any]) -> Usage | None:
 
 
 def total(usages: Iterable[Usage | None]) -> Usage:
-    found = NONE
-    for usage in usages:
-        if usage is not None:
-            found = found + usage
-    return found
+    # Summed field by field: a frozen Usage per step (found + usage) costs most of a long branch's total.
+    fresh: Number = 0
+    output: Number = 0
+    read: Number = 0
+    write: Number = 0
+    tokens: Number = 0
+    cost = 0.0
+    for u in usages:
+        if u is not None:
+            fresh += u.input
+            output += u.output
+            read += u.cache_read
+            write += u.cache_write
+            tokens += u.total_tokens
+            cost += u.cost
+    return Usage(fresh, output, read, write, tokens, cost)

@@ -15,12 +15,14 @@ from sessions_app.access import permissions
 from sessions_app.access.permissions import Capability
 from sessions_app.core import context as ctx
 from sessions_app.core import jsjson
+from sessions_app.core.compare import Split, split_paths
 from sessions_app.core.files_changed import FileChange, files_changed
 from sessions_app.core.tree import Node, labels_in_force
 from sessions_app.errors import EntryNotFound
 from sessions_app.models import BIG_COLUMNS, VISIBLE, Entry, Membership, Session
 from sessions_app.store import tree_nodes
 from sessions_app.store.batches import select_in
+from sessions_app.store.importing import gcpause
 
 
 def session_get_for_user(*, user: User | AnonymousUser, public_id: str, need: Capability = "read") -> Session:
@@ -90,6 +92,63 @@ def path_nodes(*, session: Session, leaf_id: str, stop_id: str | None = None) ->
         rows = cursor.fetchall()
     rows.sort(key=lambda r: -r[4])
     return [Node(id=r[0], parent_id=r[1], type=r[2], data=jsjson.loads(r[3])) for r in rows]
+
+
+# path_heads' walk: the tree's node columns instead of the line.
+_HEADS = """
+WITH RECURSIVE up(entry_id, parent_id, type, role, timestamp, n) AS (
+    SELECT entry_id, parent_id, type, role, timestamp, 0 FROM sessions_app_entry
+        WHERE session_id = %s AND entry_id = %s
+    UNION ALL
+    SELECT e.entry_id, e.parent_id, e.type, e.role, e.timestamp, up.n + 1 FROM sessions_app_entry e JOIN up
+        ON e.session_id = %s AND e.entry_id = up.parent_id
+)
+SELECT entry_id, parent_id, type, role, timestamp, n FROM up
+"""
+
+
+def path_heads(*, session: Session, leaf_id: str) -> list[Node]:
+    """path_nodes without the lines: each Node's data holds only the stored "role" and "timestamp"
+    (what GET /tree's node shows), where the path's shape is all that is wanted."""
+    with connection.cursor() as cursor:
+        cursor.execute(_HEADS, [session.pk, leaf_id, session.pk])
+        rows = cursor.fetchall()
+    rows.sort(key=lambda r: -r[5])
+    return [Node(id=r[0], parent_id=r[1], type=r[2], data={"role": r[3], "timestamp": r[4]}) for r in rows]
+
+
+def entry_lines(*, session: Session, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """These entries' lines, parsed, by id: the few a page draws out of a long path."""
+    raw = "CAST(raw AS BLOB)" if connection.vendor == "sqlite" else "raw"
+    sql = f"SELECT entry_id, {raw} FROM sessions_app_entry WHERE session_id = %s AND entry_id IN ({{marks}})"
+    with gcpause.paused():  # thousands of parsed lines kept at once (compare_split says why)
+        return {row[0]: jsjson.loads(row[1]) for row in select_in(sql, [session.pk], dict.fromkeys(ids))}
+
+
+def compare_split(*, session: Session, a: str, b: str) -> Split:
+    """Paths to a and to b (path_heads: no lines read), cut below where they part
+    (core/compare.py); EntryNotFound names an id the session does not have."""
+    # Two long paths are many small objects kept at once: the collector's full passes over them
+    # would cost more than reading them (gcpause.py).
+    with gcpause.paused():
+        path_a = path_heads(session=session, leaf_id=a)
+        if not path_a:
+            raise _not_found(a)
+        path_b = path_a if b == a else path_heads(session=session, leaf_id=b)
+        if not path_b:
+            raise _not_found(b)
+        return split_paths(path_a, path_b)
+
+
+def compare_json(*, session: Session, a: str, b: str) -> dict[str, Any]:
+    """GET /compare: {"ancestorId", "a", "b"}, each side's entries as GET /tree's nodes."""
+    split = compare_split(session=session, a=a, b=b)
+    resolved = labels(session=session)
+
+    def node(n: Node) -> dict[str, Any]:
+        return tree_nodes.node_dict(n.id, n.parent_id, n.type, n.data["role"], resolved.get(n.id), n.data["timestamp"])
+
+    return {"ancestorId": split.ancestor_id, "a": [node(n) for n in split.a], "b": [node(n) for n in split.b]}
 
 
 def branch_files(*, session: Session, leaf_id: str) -> list[FileChange]:

@@ -97,14 +97,21 @@ def render_chunks(session_pk: int, low: int, high: int, chunk_labels: dict[int, 
         chunk = (seq - 1) // CHUNK
         if chunk not in chunks:
             chunks[chunk], resolved = [], chunk_labels.get(chunk, {})
-        node: dict[str, Any] = {"id": entry_id, "parentId": parent_id, "type": kind}
-        if role is not None:
-            node["role"] = role
-        if entry_id in resolved:
-            node["label"] = resolved[entry_id]
-        node["timestamp"] = timestamp
-        chunks[chunk].append(node)
+        chunks[chunk].append(node_dict(entry_id, parent_id, kind, role, resolved.get(entry_id), timestamp))
     return {chunk: orjson.dumps(nodes)[1:-1] for chunk, nodes in chunks.items()}
+
+
+def node_dict(
+    entry_id: str, parent_id: str | None, kind: str, role: str | None, label: str | None, timestamp: str
+) -> dict[str, Any]:
+    """One node of GET /tree (and of anything else that lists nodes: GET /compare's sides)."""
+    node: dict[str, Any] = {"id": entry_id, "parentId": parent_id, "type": kind}
+    if role is not None:
+        node["role"] = role
+    if label is not None:
+        node["label"] = label
+    node["timestamp"] = timestamp
+    return node
 
 
 def _lookup(session_pk: int, key: str, value: str, wanted: list[Any]) -> dict[Any, Any]:

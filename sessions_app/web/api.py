@@ -19,6 +19,7 @@ from sessions_app.store import selectors, services, shares
 from sessions_app.store.importing import background, pipeline
 from sessions_app.web import exports
 from sessions_app.web.schemas import (
+    CompareOut,
     ContextOut,
     EntryCreatedOut,
     EntryId,
@@ -149,6 +150,13 @@ def _json(value: Any) -> HttpResponse:
 def session_tree(request: HttpRequest, session_id: str) -> HttpResponse:
     # Serialised directly: a pydantic pass over 100k nodes would cost more than building them.
     return HttpResponse(selectors.tree_json(session=_session(request, session_id)), content_type="application/json")
+
+
+@router.get("/{session_id}/compare", response={200: CompareOut, 404: ErrorOut}, url_name="session_compare")
+def session_compare(request: HttpRequest, session_id: str, a: EntryId, b: EntryId) -> HttpResponse:
+    """Two branches from where they part: each side root-first, as GET /tree's nodes."""
+    session = _session(request, session_id)
+    return _json(selectors.compare_json(session=session, a=a, b=b))
 
 
 @router.post("/{session_id}/entries", response={201: EntryCreatedOut}, url_name="entry_create")

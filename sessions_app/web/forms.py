@@ -66,6 +66,17 @@ class PlaceForm(forms.Form):
         }
 
 
+class CompareForm(forms.Form):
+    """The compare page's two entries (b: the session's leaf when left out; down: b's newest leaf
+    below it, as the session page opens an entry) and the first entry of each side to draw (a
+    page's "Show more")."""
+
+    a = entry_id_field(required=False)
+    b = entry_id_field(required=False)
+    down = forms.BooleanField(required=False)
+    start = forms.IntegerField(required=False, min_value=0)
+
+
 class GapForm(forms.Form):
     node = entry_id_field()
     up = forms.BooleanField(required=False)

@@ -82,6 +82,15 @@ class ImportOut(Schema):
     session: SessionOut
 
 
+class CompareOut(Schema):
+    """Two branches from their common ancestor (None: different roots), each side root-first from
+    just below it, as GET /tree's nodes."""
+
+    ancestorId: str | None
+    a: list[dict[str, Any]]
+    b: list[dict[str, Any]]
+
+
 class ContextOut(Schema):
     leafId: str | None
     messages: list[dict[str, Any]]

@@ -357,11 +357,30 @@ def _decorate(
                 "prev_url": reader.url(target=sib.prev, filter=mode) if sib and sib.prev else None,
                 "next_url": reader.url(target=sib.next, filter=mode) if sib and sib.next else None,
                 "current": s.id == session_leaf,
+                **_compare_urls(reader, s.id, sib, session_leaf, leaf_id),
                 "off_path": leaf_path is not None and s.id not in leaf_path,
                 "threads": threads.get(s.id, []),
             }
         )
     return out
+
+
+def _compare_urls(
+    reader: Reader, entry_id: str, sib: tv.Siblings | None, leaf: str | None, view_leaf: str | None
+) -> dict[str, str]:
+    """The compare page with the alternative beside this entry (the branch read, to view_leaf,
+    against the alternative's newest leaf), and with the session's leaf; none for a share link's
+    visitor (the page is for the session's readers)."""
+    if reader.share is not None:
+        return {}
+    base = reverse("sessions:compare", args=[reader.session.public_id])
+    urls = {}
+    other = (sib.next or sib.prev) if sib else None
+    if other:
+        urls["compare_sib_url"] = with_query(base, a=view_leaf or entry_id, b=other, down="1")
+    if leaf and leaf != entry_id:
+        urls["compare_leaf_url"] = with_query(base, a=entry_id, b=leaf)
+    return urls
 
 
 @require_GET
