@@ -1,0 +1,78 @@
+"""A session's usage facts (core/usage_tree.UsageChunk), cached per chunk of seqs as the tree's
+nodes are (store/tree_nodes.py): entries never change, so a chunk keyed by the chain hash of its
+last entry stays valid; an append re-reads only the last chunk. Only assistant lines are parsed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.cache import caches
+from django.db import connection
+
+from sessions_app.core import jsjson
+from sessions_app.core.usage_tree import Reply, SessionUsage, UsageChunk, reply_of, session_usage
+from sessions_app.models import Session, StreamingTurn
+from sessions_app.store.tree_nodes import CACHE_SECONDS, CHUNK, _lookup, _runs
+
+_ROWS = (
+    "SELECT seq, entry_id, parent_id, type, ts_ms,"
+    " CASE WHEN type = 'message' AND role = 'assistant' THEN raw END"
+    " FROM sessions_app_entry WHERE session_id = %s AND seq BETWEEN %s AND %s ORDER BY seq"
+)
+
+
+def usage(*, session: Session) -> SessionUsage:
+    return session_usage(chunks(session), session.leaf_id)
+
+
+def chunks(session: Session) -> list[UsageChunk]:
+    """The session's facts in file order, from the cache or read afresh (one query per run of
+    missing chunks)."""
+    last = session.last_seq or 0
+    if last == 0:
+        return []
+    ends = [*range(CHUNK, last, CHUNK), last]
+    chains = _lookup(session.pk, "seq", "chain_hash", ends)
+    keys = [_key(session, c, end, chains.get(end)) for c, end in enumerate(ends)]
+    store = caches["default"]
+    found: dict[str, UsageChunk] = store.get_many(keys)
+    missing = [c for c, key in enumerate(keys) if key not in found]
+    for first, stop in _runs(missing):
+        read = read_chunks(session.pk, first * CHUNK + 1, min(stop * CHUNK, last))
+        fresh = {keys[c]: read.get(c, UsageChunk()) for c in range(first, stop)}
+        store.set_many(fresh, timeout=CACHE_SECONDS)
+        found.update(fresh)
+    return [found[key] for key in keys]
+
+
+def _key(session: Session, chunk: int, end: int, chain: str | None) -> str:
+    # As tree_nodes._key: without chain hashes, the creation time tells a reused primary key apart.
+    content = chain or f"t{session.created_at.timestamp()}"
+    return f"piweb:usage:{session.pk}:{chunk}:{end}:{content}"
+
+
+def read_chunks(session_pk: int, low: int, high: int) -> dict[int, UsageChunk]:
+    """The facts of each chunk between seqs low..high, read from the database (what a miss costs)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_ROWS, [session_pk, low, high])
+        rows = cursor.fetchall()
+    read: dict[int, UsageChunk] = {}
+    for seq, entry_id, parent_id, kind, ts_ms, raw in rows:
+        c = (seq - 1) // CHUNK
+        chunk = read.get(c)
+        if chunk is None:
+            chunk = read[c] = UsageChunk()
+        reply: Reply | None = None
+        if raw is not None:
+            data: Any = jsjson.loads(raw)
+            message = data.get("message") if isinstance(data, dict) else None
+            reply = reply_of(message, ts_ms) if isinstance(message, dict) else None
+        chunk.add(entry_id, parent_id, kind == "message", reply)
+    return read
+
+
+def turn_authors(*, session: Session) -> dict[str, int]:
+    """{assistant entry id: the user whose chat turn wrote it} for the replies made in piweb (the
+    reply's entry has no author of its own: the turn that streamed it has)."""
+    turns = StreamingTurn.objects.filter(session=session, entry_id__isnull=False, author__isnull=False)
+    return {str(entry_id): author for entry_id, author in turns.values_list("entry_id", "author_id")}
