@@ -10,10 +10,11 @@ from django.core.cache import caches
 from django.db import connection
 
 from sessions_app.core import jsjson
-from sessions_app.core.usage_tree import Reply, SessionUsage, UsageChunk, reply_of, session_usage
+from sessions_app.core.usage_tree import SessionUsage, UsageChunk, session_usage
 from sessions_app.models import Session, StreamingTurn
 from sessions_app.store.tree_nodes import CACHE_SECONDS, CHUNK, _lookup, _runs
 
+FORMAT = 1  # of the cached UsageChunk: a new one is not read from an older one's keys
 _ROWS = (
     "SELECT seq, entry_id, parent_id, type, ts_ms,"
     " CASE WHEN type = 'message' AND role = 'assistant' THEN raw END"
@@ -39,7 +40,7 @@ def chunks(session: Session) -> list[UsageChunk]:
     missing = [c for c, key in enumerate(keys) if key not in found]
     for first, stop in _runs(missing):
         read = read_chunks(session.pk, first * CHUNK + 1, min(stop * CHUNK, last))
-        fresh = {keys[c]: read.get(c, UsageChunk()) for c in range(first, stop)}
+        fresh = {keys[c]: read.get(c, UsageChunk(first=c * CHUNK)) for c in range(first, stop)}
         store.set_many(fresh, timeout=CACHE_SECONDS)
         found.update(fresh)
     return [found[key] for key in keys]
@@ -48,7 +49,7 @@ def chunks(session: Session) -> list[UsageChunk]:
 def _key(session: Session, chunk: int, end: int, chain: str | None) -> str:
     # As tree_nodes._key: without chain hashes, the creation time tells a reused primary key apart.
     content = chain or f"t{session.created_at.timestamp()}"
-    return f"piweb:usage:{session.pk}:{chunk}:{end}:{content}"
+    return f"piweb:usage{FORMAT}:{session.pk}:{chunk}:{end}:{content}"
 
 
 def read_chunks(session_pk: int, low: int, high: int) -> dict[int, UsageChunk]:
@@ -56,18 +57,23 @@ def read_chunks(session_pk: int, low: int, high: int) -> dict[int, UsageChunk]:
     with connection.cursor() as cursor:
         cursor.execute(_ROWS, [session_pk, low, high])
         rows = cursor.fetchall()
+    seqs = {row[1]: row[0] for row in rows}
+    # Parents before `low` (a branch that goes back further, or the entry before the first chunk).
+    earlier = {row[2] for row in rows if row[2] is not None and row[2] not in seqs}
+    seqs.update(_lookup(session_pk, "entry_id", "seq", list(earlier)))
     read: dict[int, UsageChunk] = {}
     for seq, entry_id, parent_id, kind, ts_ms, raw in rows:
         c = (seq - 1) // CHUNK
         chunk = read.get(c)
         if chunk is None:
-            chunk = read[c] = UsageChunk()
-        reply: Reply | None = None
+            chunk = read[c] = UsageChunk(first=c * CHUNK)
+        message = None
         if raw is not None:
             data: Any = jsjson.loads(raw)
-            message = data.get("message") if isinstance(data, dict) else None
-            reply = reply_of(message, ts_ms) if isinstance(message, dict) else None
-        chunk.add(entry_id, parent_id, kind == "message", reply)
+            found = data.get("message") if isinstance(data, dict) else None
+            message = found if isinstance(found, dict) else None
+        parent_seq = seqs.get(parent_id, 0) if parent_id is not None else 0
+        chunk.add(entry_id, parent_seq - 1, kind == "message", message, ts_ms)
     return read
 
 
