@@ -19,7 +19,7 @@ from typing import Any
 from sessions_app.core.usage import Usage, message_usage
 
 # An assistant message, as a chunk keeps it: input, output, cacheRead, cacheWrite, totalTokens, cost,
-# the index of its (provider, model) in the chunk's models, and its entry's time (ms).
+# the index of its (provider, model) in the chunk's models, and its time (ms).
 Reply = tuple[float, float, float, float, float, float, int, int]
 REPLY_FIELDS = 8
 _ZERO = (0.0, 0.0, 0)
@@ -60,7 +60,10 @@ class UsageChunk:
         if usage is not None:
             cost += usage.cost
             tokens += usage.total_tokens
-            reply = _reply(usage, self._model(message), ts_ms)
+            # The message's own time where it has one (as pi's session list dates them), else the entry's.
+            when = message.get("timestamp") if message is not None else None
+            ms = int(when) if isinstance(when, int | float) and not isinstance(when, bool) else ts_ms
+            reply = _reply(usage, self._model(message), ms)
             self.reply_at.append(at)
             self.replies.extend(reply)
             sums = self.model_sums[reply[6]]

@@ -4,17 +4,21 @@ last entry stays valid; an append re-reads only the last chunk. Only assistant l
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.core.cache import caches
 from django.db import connection
 
 from sessions_app.core import jsjson
-from sessions_app.core.usage_tree import SessionUsage, UsageChunk, session_usage
+from sessions_app.core.usage import Usage
+from sessions_app.core.usage_tree import SessionUsage, UsageChunk, cost_by_day, path_replies, session_usage, usage_by
 from sessions_app.models import Session, StreamingTurn
+from sessions_app.store.batches import select_in
 from sessions_app.store.tree_nodes import CACHE_SECONDS, CHUNK, _lookup, _runs
 
-FORMAT = 1  # of the cached UsageChunk: a new one is not read from an older one's keys
+FORMAT = 2  # of the cached UsageChunk: a new one is not read from an older one's keys
 _ROWS = (
     "SELECT seq, entry_id, parent_id, type, ts_ms,"
     " CASE WHEN type = 'message' AND role = 'assistant' THEN raw END"
@@ -82,3 +86,34 @@ def turn_authors(*, session: Session) -> dict[str, int]:
     reply's entry has no author of its own: the turn that streamed it has)."""
     turns = StreamingTurn.objects.filter(session=session, entry_id__isnull=False, author__isnull=False)
     return {str(entry_id): author for entry_id, author in turns.values_list("entry_id", "author_id")}
+
+
+@dataclass(frozen=True, slots=True)
+class UsagePage:
+    """What the session's usage page shows."""
+
+    usage: SessionUsage
+    previews: dict[str, str]  # leaf id -> its row text
+    by_user: list[tuple[str, Usage]]  # (username, what their piweb chat turns cost), most first
+    context: list[tuple[str, Usage]]  # the assistant messages on the current path, root first
+
+
+def usage_page(*, session: Session) -> UsagePage:
+    found = chunks(session)
+    summed = session_usage(found, session.leaf_id)
+    leaves = [b.leaf_id for b in summed.branches]
+    sql = "SELECT entry_id, preview FROM sessions_app_entry WHERE session_id = %s AND entry_id IN ({marks})"
+    previews = dict(select_in(sql, [session.pk], leaves))
+    per_user = usage_by(found, turn_authors(session=session))
+    names = dict(User.objects.filter(pk__in=list(per_user)).values_list("pk", "username"))
+    by_user = sorted(((names.get(pk, "?"), u) for pk, u in per_user.items()), key=lambda p: -p[1].cost)
+    return UsagePage(summed, previews, by_user, path_replies(found, session.leaf_id))
+
+
+def team_cost_by_day(*, sessions: list[Session]) -> dict[int, float]:
+    """Cost per UTC day (days since the epoch) of the assistant messages of these sessions."""
+    days: dict[int, float] = {}
+    for session in sessions:
+        for day, cost in cost_by_day(chunks(session)).items():
+            days[day] = days.get(day, 0.0) + cost
+    return days
