@@ -58,11 +58,12 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        # The state first, so that _add and _remove find the fields on the historical model.
         migrations.SeparateDatabaseAndState(
             state_operations=[
                 migrations.AddField(model_name="session", name=name, field=field) for name, field in FIELDS.items()
             ],
-            database_operations=[migrations.RunPython(_add, _remove)],
         ),
+        migrations.RunPython(_add, _remove),
         migrations.RunPython(_fill, migrations.RunPython.noop),
     ]
