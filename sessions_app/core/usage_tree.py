@@ -43,12 +43,19 @@ class UsageChunk:
     models: list[tuple[str, str]] = field(default_factory=list)  # (provider, model) seen in this chunk
     # Per model (as indexed in models): the Usage fields summed and the replies counted.
     model_sums: list[list[float]] = field(default_factory=list)
+    authors: dict[int, int] = field(default_factory=dict)  # index of an assistant message -> who wrote it
 
     def add(
-        self, entry_id: str, parent_at: int, is_message: bool, message: Mapping[str, Any] | None, ts_ms: int
+        self,
+        entry_id: str,
+        parent_at: int,
+        is_message: bool,
+        message: Mapping[str, Any] | None,
+        ts_ms: int,
+        author: int | None = None,
     ) -> None:
         """The next entry in file order. parent_at: its parent's position in the session (-1: none);
-        message: its message's JSON object if it is an assistant's."""
+        message: its message's JSON object if it is an assistant's; author: the user who wrote it in piweb."""
         at = len(self.ids)
         if at and parent_at == self.first + at - 1:
             cost, tokens, count = self.cost[-1], self.tokens[-1], self.messages[-1]
@@ -66,6 +73,8 @@ class UsageChunk:
             reply = _reply(usage, self._model(message), ms)
             self.reply_at.append(at)
             self.replies.extend(reply)
+            if author is not None:
+                self.authors[at] = author
             sums = self.model_sums[reply[6]]
             for k in range(6):
                 sums[k] += reply[k]
@@ -241,6 +250,11 @@ def usage_by(chunks: Iterable[UsageChunk], key_of: Mapping[str, Any]) -> dict[An
             if key is not None:
                 sums[key] = sums.get(key, Usage()) + reply_usage(chunk.reply(n))
     return sums
+
+
+def reply_authors(chunks: Iterable[UsageChunk]) -> dict[str, int]:
+    """{assistant message's entry id: the user who wrote it} for those written in piweb with an author."""
+    return {chunk.ids[at]: author for chunk in chunks for at, author in chunk.authors.items()}
 
 
 def cost_by_day(chunks: Iterable[UsageChunk]) -> dict[int, float]:

@@ -13,14 +13,22 @@ from django.db import connection
 
 from sessions_app.core import jsjson
 from sessions_app.core.usage import Usage
-from sessions_app.core.usage_tree import SessionUsage, UsageChunk, cost_by_day, path_replies, session_usage, usage_by
+from sessions_app.core.usage_tree import (
+    SessionUsage,
+    UsageChunk,
+    cost_by_day,
+    path_replies,
+    reply_authors,
+    session_usage,
+    usage_by,
+)
 from sessions_app.models import Session, StreamingTurn
 from sessions_app.store.batches import select_in
 from sessions_app.store.tree_nodes import CACHE_SECONDS, CHUNK, _lookup, _runs
 
-FORMAT = 2  # of the cached UsageChunk: a new one is not read from an older one's keys
+FORMAT = 3  # of the cached UsageChunk: a new one is not read from an older one's keys
 _ROWS = (
-    "SELECT seq, entry_id, parent_id, type, ts_ms,"
+    "SELECT seq, entry_id, parent_id, type, ts_ms, author_id,"
     " CASE WHEN type = 'message' AND role = 'assistant' THEN raw END"
     " FROM sessions_app_entry WHERE session_id = %s AND seq BETWEEN %s AND %s ORDER BY seq"
 )
@@ -66,7 +74,7 @@ def read_chunks(session_pk: int, low: int, high: int) -> dict[int, UsageChunk]:
     earlier = {row[2] for row in rows if row[2] is not None and row[2] not in seqs}
     seqs.update(_lookup(session_pk, "entry_id", "seq", list(earlier)))
     read: dict[int, UsageChunk] = {}
-    for seq, entry_id, parent_id, kind, ts_ms, raw in rows:
+    for seq, entry_id, parent_id, kind, ts_ms, author, raw in rows:
         c = (seq - 1) // CHUNK
         chunk = read.get(c)
         if chunk is None:
@@ -77,7 +85,7 @@ def read_chunks(session_pk: int, low: int, high: int) -> dict[int, UsageChunk]:
             found = data.get("message") if isinstance(data, dict) else None
             message = found if isinstance(found, dict) else None
         parent_seq = seqs.get(parent_id, 0) if parent_id is not None else 0
-        chunk.add(entry_id, parent_seq - 1, kind == "message", message, ts_ms)
+        chunk.add(entry_id, parent_seq - 1, kind == "message", message, ts_ms, author)
     return read
 
 
@@ -104,7 +112,8 @@ def usage_page(*, session: Session) -> UsagePage:
     leaves = [b.leaf_id for b in summed.branches]
     sql = "SELECT entry_id, preview FROM sessions_app_entry WHERE session_id = %s AND entry_id IN ({marks})"
     previews = dict(select_in(sql, [session.pk], leaves))
-    per_user = usage_by(found, turn_authors(session=session))
+    # An assistant message appended in piweb names its author; one a chat turn streamed, the turn's.
+    per_user = usage_by(found, {**reply_authors(found), **turn_authors(session=session)})
     names = dict(User.objects.filter(pk__in=list(per_user)).values_list("pk", "username"))
     by_user = sorted(((names.get(pk, "?"), u) for pk, u in per_user.items()), key=lambda p: -p[1].cost)
     return UsagePage(summed, previews, by_user, path_replies(found, session.leaf_id))

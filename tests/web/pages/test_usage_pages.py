@@ -72,11 +72,23 @@ def test_session_usage_page(alice, alice_client):
     assert models.index("claude-opus-4-5") < models.index("claude-sonnet-4-5")  # most expensive first
     assert "$0.7500" in models  # sonnet: 0.25 + 0.5
     users = html.split("data-usage-users")[1].split("</table>")[0]
-    assert "alice" in users and "$0.5000" in users
+    # a3 through alice's chat turn; a1 and a2 appended by alice (their entries name her)
+    assert "alice" in users and "$2.25" in users
     charts = re.findall(r'<svg class="usage-chart".*?</svg>', html, re.S)
     assert len(charts) == 2
     assert len(re.findall(r"<rect ", charts[0])) == 2 and 'class="bar current"' in charts[0]
     assert charts[1].count(",") == 2  # two replies on the current path: a2, a3
+
+
+def test_per_user_counts_turns_and_authored_replies(alice, bob, alice_client):
+    s, ids = branched(alice)
+    StreamingTurn.objects.create(public_id=uuid.uuid4(), session=s, parent_id=ids["q2"], entry_id=ids["a3"],
+                                 status="done", author=bob)  # fmt: skip
+    html = alice_client.get(f"/sessions/{s.public_id}/usage/").content.decode()
+    users = dict(
+        re.findall(r"<tr><td>(\w+)</td><td>[^<]*</td><td>([^<]*)</td></tr>", html.split("data-usage-users")[1])
+    )
+    assert users == {"alice": "$1.75", "bob": "$0.5000"}
 
 
 def test_usage_page_is_for_readers_only(alice, bob_client):
