@@ -26,12 +26,20 @@ from sessions_app.models import Session, StreamingTurn
 from sessions_app.store.batches import select_in
 from sessions_app.store.tree_nodes import CACHE_SECONDS, CHUNK, _lookup, _runs
 
-FORMAT = 3  # of the cached UsageChunk: a new one is not read from an older one's keys
+FORMAT = 4  # of the cached UsageChunk: a new one is not read from an older one's keys
 _ROWS = (
     "SELECT seq, entry_id, parent_id, type, ts_ms, author_id,"
-    " CASE WHEN type = 'message' AND role = 'assistant' THEN raw END"
+    " CASE WHEN type = 'message' AND role = 'assistant' THEN {message} END"
     " FROM sessions_app_entry WHERE session_id = %s AND seq BETWEEN %s AND %s ORDER BY seq"
 )
+# What of an assistant line Python reads. SQLite picks the four fields out in one parse (numbers
+# kept as written): decoding whole replies, their content included, was most of a cold read.
+# PostgreSQL's json operators would parse the line once per field, so there it is the line.
+_PICKED = ("usage", "provider", "model", "timestamp")
+_MESSAGE = {
+    "sqlite": "json_extract(raw, " + ", ".join(f"'$.message.{name}'" for name in _PICKED) + ")",
+    "postgresql": "raw",
+}
 
 
 def usage(*, session: Session) -> SessionUsage:
@@ -66,8 +74,9 @@ def _key(session: Session, chunk: int, end: int, chain: str | None) -> str:
 
 def read_chunks(session_pk: int, low: int, high: int) -> dict[int, UsageChunk]:
     """The facts of each chunk between seqs low..high, read from the database (what a miss costs)."""
+    picked = connection.vendor == "sqlite"
     with connection.cursor() as cursor:
-        cursor.execute(_ROWS, [session_pk, low, high])
+        cursor.execute(_ROWS.format(message=_MESSAGE[connection.vendor]), [session_pk, low, high])
         rows = cursor.fetchall()
     seqs = {row[1]: row[0] for row in rows}
     # Parents before `low` (a branch that goes back further, or the entry before the first chunk).
@@ -82,8 +91,11 @@ def read_chunks(session_pk: int, low: int, high: int) -> dict[int, UsageChunk]:
         message = None
         if raw is not None:
             data: Any = jsjson.loads(raw)
-            found = data.get("message") if isinstance(data, dict) else None
-            message = found if isinstance(found, dict) else None
+            if picked:
+                message = {"role": "assistant", **dict(zip(_PICKED, data, strict=True))}
+            else:
+                found = data.get("message") if isinstance(data, dict) else None
+                message = found if isinstance(found, dict) else None
         parent_seq = seqs.get(parent_id, 0) if parent_id is not None else 0
         chunk.add(entry_id, parent_seq - 1, kind == "message", message, ts_ms, author)
     return read
