@@ -7,7 +7,9 @@ import json
 from typing import Any
 
 import pytest
+from django.core.cache import caches
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection  # noqa: F401 (the skipif condition)
 from django.test import Client
 
 from sessions_app.store import services
@@ -177,3 +179,14 @@ def test_usage_of_an_empty_session(alice_client):
         "branches": [],
         "byModel": [],
     }
+
+
+@pytest.mark.skipif("connection.vendor != 'sqlite'", reason="SQLite's JSON reader only")
+def test_a_line_sqlite_cannot_pick_from_is_read_whole(alice, alice_client, alice_session, monkeypatch):
+    from sessions_app.store import usage_facts
+
+    want = alice_client.get(url(alice_session.public_id, "/usage")).json()
+    caches["default"].clear()
+    monkeypatch.setitem(usage_facts._MESSAGE, "sqlite", "json_extract('{', '$.a')")  # malformed JSON
+    assert alice_client.get(url(alice_session.public_id, "/usage")).json() == want
+    assert len(want["branches"]) == 1 and want["total"]["totalTokens"] == 6
