@@ -32,6 +32,10 @@ class Session(models.Model):
     message_count = models.PositiveIntegerField(default=0)
     first_message = models.TextField(blank=True, default="")
     modified_ms = models.BigIntegerField(default=0)  # pi's "modified": last user/assistant message time
+    # Summed over every assistant message (core/usage.py), kept by the listing like message_count:
+    # the session list's cost column reads no entry.
+    cost = models.FloatField(default=0.0)
+    total_tokens = models.BigIntegerField(default=0)
     last_seq = models.PositiveIntegerField(default=0)
     # Running HMAC over the entries' chain hashes in seq order (services.session_digest).
     # Nullable without default so that SQLite adds the column in place: rebuilding this table

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from sessions_app.core.tree import content_text, js_trim, parse_timestamp_ms
+from sessions_app.core.usage import message_usage
 
 
 class Listed(Protocol):
@@ -15,6 +16,8 @@ class Listed(Protocol):
     message_count: int
     first_message: str
     modified_ms: int
+    cost: float  # usage.cost.total summed over every assistant message (core/usage.py)
+    total_tokens: int
 
 
 @dataclass(slots=True)
@@ -23,6 +26,8 @@ class Listing:
     message_count: int = 0
     first_message: str = ""
     modified_ms: int = 0
+    cost: float = 0.0
+    total_tokens: int = 0
 
 
 def session_file_stem(created: str, session_id: str) -> str:
@@ -62,5 +67,9 @@ def update_listing(listed: Listed, data: Mapping[str, Any]) -> None:
             )
             if ms and ms > listed.modified_ms:
                 listed.modified_ms = int(ms)
+        usage = message_usage(message)
+        if usage is not None:
+            listed.cost += usage.cost
+            listed.total_tokens += int(usage.total_tokens)
         if role == "user" and not listed.first_message:
             listed.first_message = storable(content_text(message.get("content"), " "))

@@ -510,6 +510,7 @@ SORTS: dict[str, tuple[str | Lower, ...]] = {
     "created": ("-created", "-id"),
     "name": (SHOWN_NAME, "id"),
     "messages": ("-message_count", "-id"),
+    "cost": ("-cost", "-id"),
 }
 
 

@@ -68,7 +68,7 @@ def _differs(column: str, stored: Any, expected: Any) -> str:
 
 
 # The session columns core.listing keeps from the entries.
-LISTING = ("name", "message_count", "first_message", "modified_ms")
+LISTING = ("name", "message_count", "first_message", "modified_ms", "cost", "total_tokens")
 _derived = itemgetter(*(rows.COLUMNS.index(c) for c in rows.DERIVED))  # a row's derived columns
 _LIMITS = piformat.Limits(max_line_bytes=1 << 62, max_file_bytes=1 << 62)  # depth: settings, below
 _NO_SOURCE = b""

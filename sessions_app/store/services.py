@@ -258,8 +258,8 @@ def _entry_trail(session: Session, data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # What an append changes on the session row (saving only these keeps the UPDATE small).
-_APPEND_FIELDS = ["leaf_id", "name", "message_count", "first_message", "modified_ms", "last_seq",
-                  "entries_digest", "updated_at"]  # fmt: skip
+_APPEND_FIELDS = ["leaf_id", "name", "message_count", "first_message", "modified_ms", "cost", "total_tokens",
+                  "last_seq", "entries_digest", "updated_at"]  # fmt: skip
 
 
 def _save_fields(session: Session, fields: list[str]) -> None:

@@ -15,7 +15,7 @@ from sessions_app.access import audit, teams
 from sessions_app.access.permissions import Capability
 from sessions_app.errors import InvalidEntry
 from sessions_app.models import BIG_COLUMNS, Session
-from sessions_app.store import selectors, services, shares
+from sessions_app.store import selectors, services, shares, usage_facts
 from sessions_app.store.importing import background, pipeline
 from sessions_app.web import exports
 from sessions_app.web.schemas import (
@@ -34,6 +34,7 @@ from sessions_app.web.schemas import (
     SessionPatch,
     ShareIn,
     ShareOut,
+    UsageOut,
 )
 
 router = Router(tags=["sessions"])
@@ -157,6 +158,13 @@ def session_compare(request: HttpRequest, session_id: str, a: EntryId, b: EntryI
     """Two branches from where they part: each side root-first, as GET /tree's nodes."""
     session = _session(request, session_id)
     return _json(selectors.compare_json(session=session, a=a, b=b))
+
+
+@router.get("/{session_id}/usage", response=UsageOut, url_name="session_usage")
+def session_usage(request: HttpRequest, session_id: str) -> HttpResponse:
+    """{"total", "branches": one per leaf, "byModel"}: what the assistant messages cost (core/usage_tree.py).
+    Serialised directly (the schema documents it): a session may have thousands of leaves."""
+    return _json(usage_facts.usage(session=_session(request, session_id)).as_json())
 
 
 @router.post("/{session_id}/entries", response={201: EntryCreatedOut}, url_name="entry_create")

@@ -37,7 +37,13 @@ class ListQueryForm(forms.Form):
     label = forms.CharField(required=False, strip=False)  # exactly a label's text, however long
     sort = forms.ChoiceField(
         required=False,
-        choices=[("modified", "Last modified"), ("created", "Created"), ("name", "Name"), ("messages", "Messages")],
+        choices=[
+            ("modified", "Last modified"),
+            ("created", "Created"),
+            ("name", "Name"),
+            ("messages", "Messages"),
+            ("cost", "Cost"),
+        ],
     )
     page = forms.IntegerField(required=False, min_value=1)
 

@@ -50,6 +50,8 @@ class SessionOut(Schema):
     leafId: str | None
     parentSessionId: str | None
     entries: int
+    cost: float  # usage.cost.total summed over the assistant messages (GET .../usage has the detail)
+    totalTokens: int
 
     @staticmethod
     def of(session: Session) -> SessionOut:
@@ -70,6 +72,8 @@ class SessionOut(Schema):
             leafId=session.leaf_id,
             parentSessionId=session.parent_session.public_id if session.parent_session else None,
             entries=session.last_seq,
+            cost=session.cost,
+            totalTokens=session.total_tokens,
         )
 
 
@@ -96,6 +100,36 @@ class ContextOut(Schema):
     messages: list[dict[str, Any]]
     thinkingLevel: Any
     model: dict[str, Any] | None
+
+
+class UsageTotalOut(Schema):
+    input: float
+    output: float
+    cacheRead: float
+    cacheWrite: float
+    totalTokens: float
+    cost: float
+
+
+class UsageBranchOut(Schema):
+    leafId: str
+    cost: float
+    totalTokens: float
+    messages: int
+    current: bool
+
+
+class UsageModelOut(Schema):
+    provider: str
+    model: str
+    cost: float
+    totalTokens: float
+
+
+class UsageOut(Schema):
+    total: UsageTotalOut
+    branches: list[UsageBranchOut]  # one per leaf (entry without children), in file order
+    byModel: list[UsageModelOut]
 
 
 class EntryCreatedOut(Schema):

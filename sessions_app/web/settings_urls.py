@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from sessions_app.web import review_views, shared_views
+from sessions_app.web import review_views, shared_views, usage_views
 from sessions_app.web import settings_views as v
 from sessions_app.web.converters import ENTRY_ID
 
@@ -37,6 +37,7 @@ urlpatterns = [
     path("teams/<str:public_id>/members/<str:username>/remove/", v.member_remove, name="member_remove"),
     path("teams/<str:public_id>/sessions/", v.team_session_add, name="team_session_add"),
     path("teams/<str:public_id>/slug/", v.team_slug, name="team_slug"),
+    path("teams/<str:public_id>/usage/", usage_views.team_usage, name="team_usage"),
     path("teams/<str:public_id>/scores/", v.score_create, name="score_create"),
     path("teams/<str:public_id>/scores/<int:config_id>/delete/", v.score_delete, name="score_delete"),
     path("teams/<str:public_id>/reviews.csv", reviews_download, {"fmt": "csv"}, name="team_reviews_csv"),

@@ -163,11 +163,13 @@ def test_a_model_changed_by_sql_is_named_on_an_appended_session(alice):
 def test_listing_fields_and_leaf_changed_by_sql_are_named(alice, generated_file):
     session = pipeline.session_import(owner=alice, data=generated_file).session
     _sql(
-        "UPDATE sessions_app_session SET name = %s, message_count = message_count + 1, leaf_id = %s WHERE id = %s",
-        ["forged name", "nowhere", session.pk],
+        "UPDATE sessions_app_session SET name = %s, message_count = message_count + 1, leaf_id = %s, cost = %s"
+        " WHERE id = %s",
+        ["forged name", "nowhere", 0.5, session.pk],
     )
     columns = {f.column: (f.stored, f.expected) for f in session_verify(session=session)}
     assert columns["name"] == ("forged name", session.name)
+    assert columns["cost"] == (0.5, session.cost) and session.cost > 0
     assert columns["message_count"] == (session.message_count + 1, session.message_count)
     assert columns["leaf_id"] == ("nowhere", None)
 

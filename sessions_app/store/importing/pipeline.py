@@ -239,7 +239,7 @@ def _import(
             report = [p.as_dict() for p in summary.problems] + _more(summary.more_problems)
             session.import_report = session.import_report + report
         if summary.listing is not session:
-            for name in ("name", "message_count", "first_message", "modified_ms"):
+            for name in ("name", "message_count", "first_message", "modified_ms", "cost", "total_tokens"):
                 setattr(session, name, getattr(summary.listing, name))
         if increment is None:
             stored = _Stored(source.size, file_hash, source.count(b"\n", 0, source.size))
@@ -429,7 +429,7 @@ def _discard(stage: _Stage, *, published: bool = False) -> None:
 _IMPORT_FIELDS = [
     "last_seq", "entries_digest", "extra_headers", "leaf_id", "import_report", "name", "message_count",
     "first_message", "modified_ms", "source_path", "source_bytes", "source_sha256", "updated_at", "source_lines",
-    "origin_host", "origin_path", "pushed_at", "mirror_seqs",
+    "origin_host", "origin_path", "pushed_at", "mirror_seqs", "cost", "total_tokens",
 ]  # fmt: skip
 _COPY = (
     "INSERT INTO sessions_app_entry (session_id, {columns}) SELECT %s, {columns} FROM sessions_app_entry"

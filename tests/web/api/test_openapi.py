@@ -16,6 +16,7 @@ ROUTES = {
     "/api/sessions/{session_id}/context": {"get"},
     "/api/sessions/{session_id}/tree": {"get"},
     "/api/sessions/{session_id}/compare": {"get"},
+    "/api/sessions/{session_id}/usage": {"get"},
     "/api/sessions/{session_id}/entries": {"post"},
     "/api/sessions/{session_id}/leaf": {"put"},
     "/api/sessions/{session_id}/labels": {"post"},

@@ -13,6 +13,7 @@ pytestmark = pytest.mark.django_db
 
 LISTING_FIELDS = {
     "id", "name", "cwd", "created", "modified", "messageCount", "firstMessage", "leafId", "parentSessionId", "entries",
+    "cost", "totalTokens",
 }  # fmt: skip
 
 
