@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from sessions_app.core import jsjson
 from sessions_app.core.tree import Node, parse_timestamp_ms
 
@@ -110,11 +112,25 @@ def entry_message(node: Node) -> dict[str, Any] | None:
     return None
 
 
-def _context_message(node: Node) -> dict[str, Any] | None:
+# A context message: a dict, or a message entry's message still as its stored JSON.
+Message = dict[str, Any] | orjson.Fragment
+
+
+def stored_message(message_json: bytes | None) -> Mapping[str, Any]:
+    """The data of a message entry's node that carries only its message, as the stored JSON object
+    (None: the entry's message is not an object). pi puts such a message in the context unchanged,
+    so orjson.dumps writes these bytes out as they are, never decoded and encoded again; every other
+    entry's node carries its whole parsed line."""
+    return {} if message_json is None else {"message": orjson.Fragment(message_json)}
+
+
+def _context_message(node: Node) -> Message | None:
     """buildSessionContext's appendMessage: no compaction (its summary leads the context, once) and
     no branch summary without a summary."""
     if node.type == "compaction" or (node.type == "branch_summary" and not node.data.get("summary")):
         return None
+    if node.type == "message" and isinstance(stored := node.data.get("message"), orjson.Fragment):
+        return stored
     return entry_message(node)
 
 
@@ -128,7 +144,7 @@ def context_from_path(
         if path[i].type == "compaction":
             compaction_index = i
             break
-    messages: list[dict[str, Any]] = []
+    messages: list[Message] = []
 
     def emit(node: Node) -> None:
         message = _context_message(node)
