@@ -134,22 +134,22 @@ def _context_message(node: Node) -> Message | None:
     return entry_message(node)
 
 
-def context_from_path(
-    path: Sequence[Node], *, thinking_level: Any = "off", model: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
-    """Context for the leaf at the end of path. path must reach back at least to the first kept
-    entry of the last compaction on it (or to the root when there is no compaction)."""
+def context_nodes(path: Sequence[Node]) -> list[tuple[Node, Message]]:
+    """pi's rule: the entries whose messages make the context at the end of path, in the order the
+    model receives them (the last compaction's summary first, then the entries it kept, then the
+    rest), each with its message. path must reach back at least to the first kept entry of the last
+    compaction on it (or to the root when there is no compaction)."""
     compaction_index = -1
     for i in range(len(path) - 1, -1, -1):
         if path[i].type == "compaction":
             compaction_index = i
             break
-    messages: list[Message] = []
+    out: list[tuple[Node, Message]] = []
 
     def emit(node: Node) -> None:
         message = _context_message(node)
         if message is not None:
-            messages.append(message)
+            out.append((node, message))
 
     if compaction_index < 0:
         for node in path:
@@ -158,7 +158,7 @@ def context_from_path(
         compaction = path[compaction_index]
         summary = entry_message(compaction)
         assert summary is not None  # a compaction always stands for its summary message
-        messages.append(summary)
+        out.append((compaction, summary))
         first_kept = compaction.data.get("firstKeptEntryId")
         found = False
         for node in path[:compaction_index]:
@@ -168,6 +168,15 @@ def context_from_path(
                 emit(node)
         for node in path[compaction_index + 1 :]:
             emit(node)
+    return out
+
+
+def context_from_path(
+    path: Sequence[Node], *, thinking_level: Any = "off", model: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Context for the leaf at the end of path (context_nodes' messages, with the thinking level and
+    model resolved for the leaf)."""
+    messages = [message for _, message in context_nodes(path)]
     return {"messages": messages, "thinkingLevel": thinking_level, "model": model}
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from sessions_app.web import files_views, list_views, review_views, search_views, views
+from sessions_app.web import context_views, files_views, list_views, review_views, search_views, views
 from sessions_app.web.converters import ENTRY_ID
 
 app_name = "sessions"
@@ -15,6 +15,7 @@ urlpatterns = [
     path("sessions/new/", list_views.session_new, name="new"),
     path("sessions/<str:public_id>/", views.session_detail, name="detail"),
     path("sessions/<str:public_id>/files/", files_views.files_changed, name="files"),
+    path("sessions/<str:public_id>/context/", context_views.context_page, name="context"),
     path("sessions/<str:public_id>/comments/", review_views.comment_post, name="comment"),
     path("sessions/<str:public_id>/comments/resolve/", review_views.comment_resolve, name="comment_resolve"),
     path("sessions/<str:public_id>/verdicts/", review_views.verdict_post, name="verdict"),
