@@ -1,11 +1,14 @@
 """LLM context from a path of entries, exactly as pi's buildSessionContext. Pure: no Django.
 
-Two entry points share one emission routine:
+One rule, :func:`context_nodes` (which entries' messages, in which order), behind every entry point:
 - :func:`build_session_context` takes a whole session (file order) and a leaf, like pi;
 - :func:`context_from_path` takes only the tail of the path that can emit messages (from the last
   compaction's first kept entry to the leaf) plus the model and thinking level already resolved for
   the leaf. The database keeps those two per entry, so a context costs what the context holds, not
-  what the session holds.
+  what the session holds;
+- the context inspector reads context_nodes itself (which entry each message comes from).
+A message entry's node may carry its message still as the stored JSON (:func:`stored_message`):
+pi uses such a message unchanged, so the context API writes those bytes out without decoding them.
 """
 
 from __future__ import annotations
