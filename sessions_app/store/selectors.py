@@ -154,23 +154,30 @@ def session_context_json(*, session: Session, leaf_id: str | None = None) -> byt
         return jsjson.dumps(_session_context(session=session, leaf_id=leaf_id, stored=False)).encode()
 
 
+# The leaf's resolved state and where its context starts (the last compaction's first kept entry,
+# else the compaction itself), in one statement: no ORM rows on this path.
+_CONTEXT_START = """
+SELECT l.ctx_thinking, l.ctx_model, COALESCE(c.kept_from_id, c.entry_id)
+FROM sessions_app_entry l LEFT JOIN sessions_app_entry c
+    ON c.session_id = l.session_id AND c.entry_id = l.ctx_compaction_id
+WHERE l.session_id = %s AND l.entry_id = %s
+"""
+
+
 def _session_context(*, session: Session, leaf_id: str | None, stored: bool) -> dict[str, Any]:
     target = session.leaf_id if leaf_id is None else leaf_id
     if target is None:
         return {"leafId": None, "messages": [], "thinkingLevel": "off", "model": None}
-    leaf = entry_get(session=session, entry_id=target)
-    stop = None
-    if leaf.ctx_compaction_id is not None:
-        compaction = Entry.objects.only("kept_from_id", "entry_id").get(
-            session=session, entry_id=leaf.ctx_compaction_id
-        )
-        stop = compaction.kept_from_id or compaction.entry_id
+    with connection.cursor() as cursor:
+        cursor.execute(_CONTEXT_START, [session.pk, target])
+        found = cursor.fetchone()
+    if found is None:
+        raise _not_found(target)
+    thinking, model, stop = found
     walk = _context_path if stored else path_nodes
     path = walk(session=session, leaf_id=target, stop_id=stop)
     built = ctx.context_from_path(
-        path,
-        thinking_level=jsjson.loads(leaf.ctx_thinking),
-        model=jsjson.loads(leaf.ctx_model) if leaf.ctx_model else None,
+        path, thinking_level=jsjson.loads(thinking), model=jsjson.loads(model) if model else None
     )
     return {"leafId": target, **built}
 
