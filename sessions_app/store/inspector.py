@@ -36,6 +36,7 @@ class Inspection:
     model_info: ModelInfo | None  # that model in the registry; None: unknown here
     cut_at: int | None  # items[:cut_at] would be summarized by the next compaction; None: no cut
     split_turn: bool  # the cut falls inside a turn (its start is summarized apart)
+    no_cut: str  # why there is no cut, when there is none
     keep_recent_tokens: int
 
 
@@ -54,7 +55,7 @@ def context_inspect(*, session: Session, entry_id: str, registry: Registry) -> I
         items.append(ContextItem(node.id, node.type, message, compaction.estimate_tokens(message), row_text(node.data)))
     model = jsjson.loads(leaf.ctx_model) if leaf.ctx_model else None
     keep = compaction.DEFAULT_SETTINGS.keep_recent_tokens
-    cut_at, split = _cut(path, [node.id for node, _ in pairs], keep)
+    cut_at, split, no_cut = _cut(path, [node.id for node, _ in pairs], keep)
     return Inspection(
         leaf_id=entry_id,
         items=items,
@@ -64,24 +65,27 @@ def context_inspect(*, session: Session, entry_id: str, registry: Registry) -> I
         model_info=_model_info(registry, model),
         cut_at=cut_at,
         split_turn=split,
+        no_cut=no_cut,
         keep_recent_tokens=keep,
     )
 
 
-def _cut(path: list[Any], item_ids: list[str], keep: int) -> tuple[int | None, bool]:
+def _cut(path: list[Any], item_ids: list[str], keep: int) -> tuple[int | None, bool, str]:
     """Where the next compaction's first kept entry falls among the items, as pi's
     prepareCompaction finds it: after the last compaction, keeping about `keep` tokens."""
-    if not path or path[-1].type == "compaction":
-        return None, False  # pi: "Already compacted"
+    if not path:
+        return None, False, "nothing to compact"
+    if path[-1].type == "compaction":
+        return None, False, "already compacted"  # pi's words
     previous = next((i for i in range(len(path) - 1, -1, -1) if path[i].type == "compaction"), -1)
     cut = compaction.find_cut_point(path, start=previous + 1, end=len(path), keep_recent_tokens=keep)
     if cut.first_kept_entry_index >= len(path):
-        return None, False
+        return None, False, "nothing could be kept"
     at = {node.id: i for i, node in enumerate(path)}
     first_kept = cut.first_kept_entry_index
     # The previous summary and the entries it kept come before the boundary: they are folded in.
     kept = next((n for n, entry_id in enumerate(item_ids) if at[entry_id] >= first_kept), len(item_ids))
-    return kept, cut.is_split_turn
+    return kept, cut.is_split_turn, ""
 
 
 def _model_info(registry: Registry, model: Mapping[str, Any] | None) -> ModelInfo | None:

@@ -118,6 +118,12 @@ def test_the_cut_mark_and_the_total(alice: User):
     small, small_ids = chat(alice, [40, 40])
     order = re.findall(r'data-cut|data-entry="([^"]+)" data-role', client.get(page_url(small)).content.decode())
     assert order == ["", *small_ids]
+    # at a compaction: pi's "Already compacted"
+    compaction = {"type": "compaction", "summary": "so far", "firstKeptEntryId": small_ids[2], "tokensBefore": 30}
+    compacted = services.entry_append(session=small, payload=compaction, author=alice).entry_id
+    html = client.get(page_url(small, compacted)).content.decode()
+    assert re.findall(r'data-cut|data-entry="([^"]+)" data-role', html) == [compacted, *small_ids[2:]]
+    assert "No compaction would cut here: already compacted." in html
 
 
 def test_the_window_of_a_model_the_registry_knows(alice: User):
