@@ -1,11 +1,14 @@
 """LLM context from a path of entries, exactly as pi's buildSessionContext. Pure: no Django.
 
-Two entry points share one emission routine:
+One rule, :func:`context_nodes` (which entries' messages, in which order), behind every entry point:
 - :func:`build_session_context` takes a whole session (file order) and a leaf, like pi;
 - :func:`context_from_path` takes only the tail of the path that can emit messages (from the last
   compaction's first kept entry to the leaf) plus the model and thinking level already resolved for
   the leaf. The database keeps those two per entry, so a context costs what the context holds, not
-  what the session holds.
+  what the session holds;
+- the context inspector reads context_nodes itself (which entry each message comes from).
+A message entry's node may carry its message still as the stored JSON (:func:`stored_message`):
+pi uses such a message unchanged, so the context API writes those bytes out without decoding them.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from sessions_app.core import jsjson
 from sessions_app.core.tree import Node, parse_timestamp_ms
@@ -110,30 +115,44 @@ def entry_message(node: Node) -> dict[str, Any] | None:
     return None
 
 
-def _context_message(node: Node) -> dict[str, Any] | None:
+# A context message: a dict, or a message entry's message still as its stored JSON.
+Message = dict[str, Any] | orjson.Fragment
+
+
+def stored_message(message_json: bytes | None) -> Mapping[str, Any]:
+    """The data of a message entry's node that carries only its message, as the stored JSON object
+    (None: the entry's message is not an object). pi puts such a message in the context unchanged,
+    so orjson.dumps writes these bytes out as they are, never decoded and encoded again; every other
+    entry's node carries its whole parsed line."""
+    return {} if message_json is None else {"message": orjson.Fragment(message_json)}
+
+
+def _context_message(node: Node) -> Message | None:
     """buildSessionContext's appendMessage: no compaction (its summary leads the context, once) and
     no branch summary without a summary."""
     if node.type == "compaction" or (node.type == "branch_summary" and not node.data.get("summary")):
         return None
+    if node.type == "message" and isinstance(stored := node.data.get("message"), orjson.Fragment):
+        return stored
     return entry_message(node)
 
 
-def context_from_path(
-    path: Sequence[Node], *, thinking_level: Any = "off", model: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
-    """Context for the leaf at the end of path. path must reach back at least to the first kept
-    entry of the last compaction on it (or to the root when there is no compaction)."""
+def context_nodes(path: Sequence[Node]) -> list[tuple[Node, Message]]:
+    """pi's rule: the entries whose messages make the context at the end of path, in the order the
+    model receives them (the last compaction's summary first, then the entries it kept, then the
+    rest), each with its message. path must reach back at least to the first kept entry of the last
+    compaction on it (or to the root when there is no compaction)."""
     compaction_index = -1
     for i in range(len(path) - 1, -1, -1):
         if path[i].type == "compaction":
             compaction_index = i
             break
-    messages: list[dict[str, Any]] = []
+    out: list[tuple[Node, Message]] = []
 
     def emit(node: Node) -> None:
         message = _context_message(node)
         if message is not None:
-            messages.append(message)
+            out.append((node, message))
 
     if compaction_index < 0:
         for node in path:
@@ -142,7 +161,7 @@ def context_from_path(
         compaction = path[compaction_index]
         summary = entry_message(compaction)
         assert summary is not None  # a compaction always stands for its summary message
-        messages.append(summary)
+        out.append((compaction, summary))
         first_kept = compaction.data.get("firstKeptEntryId")
         found = False
         for node in path[:compaction_index]:
@@ -152,6 +171,15 @@ def context_from_path(
                 emit(node)
         for node in path[compaction_index + 1 :]:
             emit(node)
+    return out
+
+
+def context_from_path(
+    path: Sequence[Node], *, thinking_level: Any = "off", model: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Context for the leaf at the end of path (context_nodes' messages, with the thinking level and
+    model resolved for the leaf)."""
+    messages = [message for _, message in context_nodes(path)]
     return {"messages": messages, "thinkingLevel": thinking_level, "model": model}
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import orjson
 from django.contrib.auth.models import AnonymousUser, User
-from django.db import connection
+from django.db import DataError, connection, transaction
 from django.db.models import Q, QuerySet
 
 from sessions_app.access import permissions
@@ -83,14 +84,28 @@ SELECT entry_id, parent_id, type, {raw}, n FROM up
 # SQLite hands the lines over as the UTF-8 bytes it stores: orjson parses those directly, where a
 # str would be decoded and then encoded again (~25% of a 1,000-message context).
 _WALKS = {"sqlite": _WALK.format(raw="CAST(raw AS BLOB)"), "postgresql": _WALK.format(raw="raw")}
+# The context's walk: a message entry brings only its message's JSON, cut out of the line by the
+# database's JSON functions (one parse, in C), so that it reaches the response undecoded. Both give
+# the value's JSON text: PostgreSQL's json (not jsonb) as written, SQLite's with strings and numbers
+# as written.
+_MESSAGE_OR_LINE = {
+    "sqlite": "CAST(CASE WHEN type = 'message' THEN raw -> '$.message' ELSE raw END AS BLOB)",
+    "postgresql": "CASE WHEN type = 'message' THEN (raw::json -> 'message')::text ELSE raw END",
+}
+_CONTEXT_WALKS = {vendor: _WALK.format(raw=column) for vendor, column in _MESSAGE_OR_LINE.items()}
+
+
+def _walk(sql: str, session: Session, leaf_id: str, stop_id: str | None) -> list[tuple[Any, ...]]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [session.pk, leaf_id, session.pk, stop_id or ""])
+        rows: list[tuple[Any, ...]] = cursor.fetchall()
+    rows.sort(key=lambda r: -r[4])
+    return rows
 
 
 def path_nodes(*, session: Session, leaf_id: str, stop_id: str | None = None) -> list[Node]:
     """Root-first path ending at leaf_id; starts at stop_id instead of the root if it is on the way."""
-    with connection.cursor() as cursor:
-        cursor.execute(_WALKS[connection.vendor], [session.pk, leaf_id, session.pk, stop_id or ""])
-        rows = cursor.fetchall()
-    rows.sort(key=lambda r: -r[4])
+    rows = _walk(_WALKS[connection.vendor], session, leaf_id, stop_id)
     return [Node(id=r[0], parent_id=r[1], type=r[2], data=jsjson.loads(r[3])) for r in rows]
 
 
@@ -151,6 +166,27 @@ def compare_json(*, session: Session, a: str, b: str) -> dict[str, Any]:
     return {"ancestorId": split.ancestor_id, "a": [node(n) for n in split.a], "b": [node(n) for n in split.b]}
 
 
+def _context_path(*, session: Session, leaf_id: str, stop_id: str | None) -> list[Node]:
+    """path_nodes, but each message entry's node carries only its message, as stored JSON
+    (context.stored_message): what the context needs of it, left undecoded."""
+    rows = _walk(_CONTEXT_WALKS[connection.vendor], session, leaf_id, stop_id)
+    return [
+        Node(
+            id=r[0],
+            parent_id=r[1],
+            type=r[2],
+            data=ctx.stored_message(_message_json(r[3])) if r[2] == "message" else jsjson.loads(r[3]),
+        )
+        for r in rows
+    ]
+
+
+def _message_json(value: str | bytes | None) -> bytes | None:
+    """The message's JSON as bytes, if it is an object (pi's files always have one; see stored_message)."""
+    data = value.encode() if isinstance(value, str) else value
+    return data if data is not None and data[:1] == b"{" else None
+
+
 def branch_files(*, session: Session, leaf_id: str) -> list[FileChange]:
     """The files the path from the root to leaf_id changed (core/files_changed.py has the rules)."""
     return files_changed(path_nodes(session=session, leaf_id=leaf_id))
@@ -159,21 +195,48 @@ def branch_files(*, session: Session, leaf_id: str) -> list[FileChange]:
 def session_context(*, session: Session, leaf_id: str | None = None) -> dict[str, Any]:
     """pi's buildSessionContext at leaf_id (default: the session's leaf), reading only the entries
     that can appear in it: from the last compaction's first kept entry down to the leaf."""
+    return _session_context(session=session, leaf_id=leaf_id, stored=False)
+
+
+def session_context_json(*, session: Session, leaf_id: str | None = None) -> bytes:
+    """session_context as JSON, each message entry's message copied from its stored line as it is
+    (pi uses those unchanged); the other messages are built and encoded. Equal, once parsed, to
+    session_context."""
+    # In a savepoint on PostgreSQL: its json type refuses lone surrogates (which pi writes), and
+    # the failed statement would otherwise end the caller's transaction.
+    guard = transaction.atomic() if connection.vendor == "postgresql" else contextlib.nullcontext()
+    try:
+        with guard:
+            return orjson.dumps(_session_context(session=session, leaf_id=leaf_id, stored=True))
+    except (TypeError, DataError):  # also: a built message holds an integer beyond 64 bits
+        # Built and written as JSON.stringify would: the rare lines orjson cannot take.
+        return jsjson.dumps(_session_context(session=session, leaf_id=leaf_id, stored=False)).encode()
+
+
+# The leaf's resolved state and where its context starts (the last compaction's first kept entry,
+# else the compaction itself), in one statement: no ORM rows on this path.
+_CONTEXT_START = """
+SELECT l.ctx_thinking, l.ctx_model, COALESCE(c.kept_from_id, c.entry_id)
+FROM sessions_app_entry l LEFT JOIN sessions_app_entry c
+    ON c.session_id = l.session_id AND c.entry_id = l.ctx_compaction_id
+WHERE l.session_id = %s AND l.entry_id = %s
+"""
+
+
+def _session_context(*, session: Session, leaf_id: str | None, stored: bool) -> dict[str, Any]:
     target = session.leaf_id if leaf_id is None else leaf_id
     if target is None:
         return {"leafId": None, "messages": [], "thinkingLevel": "off", "model": None}
-    leaf = entry_get(session=session, entry_id=target)
-    stop = None
-    if leaf.ctx_compaction_id is not None:
-        compaction = Entry.objects.only("kept_from_id", "entry_id").get(
-            session=session, entry_id=leaf.ctx_compaction_id
-        )
-        stop = compaction.kept_from_id or compaction.entry_id
-    path = path_nodes(session=session, leaf_id=target, stop_id=stop)
+    with connection.cursor() as cursor:
+        cursor.execute(_CONTEXT_START, [session.pk, target])
+        found = cursor.fetchone()
+    if found is None:
+        raise _not_found(target)
+    thinking, model, stop = found
+    walk = _context_path if stored else path_nodes
+    path = walk(session=session, leaf_id=target, stop_id=stop)
     built = ctx.context_from_path(
-        path,
-        thinking_level=jsjson.loads(leaf.ctx_thinking),
-        model=jsjson.loads(leaf.ctx_model) if leaf.ctx_model else None,
+        path, thinking_level=jsjson.loads(thinking), model=jsjson.loads(model) if model else None
     )
     return {"leafId": target, **built}
 

@@ -33,3 +33,9 @@ def in_section(path: str, prefix: str) -> bool:
     if prefix == "/":
         return path == "/" or path.startswith("/sessions/") or path.startswith("/import/")
     return path.startswith(prefix)
+
+
+@register.filter
+def thousands(value: int) -> str:
+    """12,345: token counts and message numbers."""
+    return f"{value:,}"

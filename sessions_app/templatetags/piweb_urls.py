@@ -11,7 +11,7 @@ from django.urls import reverse
 
 register = template.Library()
 
-NAMES = frozenset({"tree_gap", "tree_branch", "earlier", "output", "call", "image"})
+NAMES = frozenset({"context", "tree_gap", "tree_branch", "earlier", "output", "call", "image"})
 
 
 @register.simple_tag(takes_context=True)

@@ -136,7 +136,8 @@ def session_context(request: HttpRequest, session_id: str, leaf: EntryId | None 
     session = _session(request, session_id)
     audit.audit_record(action="session.context", obj_type="session", obj_id=session.public_id, extra={"leaf": leaf})
     # Serialised directly (the schema documents it): validating every message costs as much as building it.
-    return _json(selectors.session_context(session=session, leaf_id=leaf))
+    body = selectors.session_context_json(session=session, leaf_id=leaf)
+    return HttpResponse(body, content_type="application/json")
 
 
 def _json(value: Any) -> HttpResponse:

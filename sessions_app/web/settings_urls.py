@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from sessions_app.web import review_views, shared_views, usage_views
+from sessions_app.web import context_views, review_views, shared_views, usage_views
 from sessions_app.web import settings_views as v
 from sessions_app.web.converters import ENTRY_ID
 
@@ -17,6 +17,7 @@ urlpatterns = [
     path("settings/shares/<int:share_id>/revoke/", v.share_revoke, name="share_revoke"),
     path("sessions/<str:public_id>/share/", v.share_create, name="share_create"),
     path("s/<str:token>/", shared_views.shared_page, name="shared"),
+    path("s/<str:token>/context/", context_views.shared_context, name="shared_context"),
     path("s/<str:token>/tree/gap/", shared_views.shared_tree_gap, name="shared_tree_gap"),
     path("s/<str:token>/tree/branch/", shared_views.shared_tree_branch, name="shared_tree_branch"),
     path("s/<str:token>/conversation/earlier/", shared_views.shared_earlier, name="shared_earlier"),

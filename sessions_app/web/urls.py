@@ -2,7 +2,16 @@ from __future__ import annotations
 
 from django.urls import path
 
-from sessions_app.web import compare_views, files_views, list_views, review_views, search_views, usage_views, views
+from sessions_app.web import (
+    compare_views,
+    context_views,
+    files_views,
+    list_views,
+    review_views,
+    search_views,
+    usage_views,
+    views,
+)
 from sessions_app.web.converters import ENTRY_ID
 
 app_name = "sessions"
@@ -17,6 +26,7 @@ urlpatterns = [
     path("sessions/<str:public_id>/files/", files_views.files_changed, name="files"),
     path("sessions/<str:public_id>/compare/", compare_views.compare_page, name="compare"),
     path("sessions/<str:public_id>/usage/", usage_views.session_usage, name="usage"),
+    path("sessions/<str:public_id>/context/", context_views.context_page, name="context"),
     path("sessions/<str:public_id>/comments/", review_views.comment_post, name="comment"),
     path("sessions/<str:public_id>/comments/resolve/", review_views.comment_resolve, name="comment_resolve"),
     path("sessions/<str:public_id>/verdicts/", review_views.verdict_post, name="verdict"),

@@ -173,6 +173,15 @@
     if (ev.target.matches && ev.target.matches("[data-tree-search]")) ev.stopPropagation();
   }, true);
 
+  // `i`: the context inspector ("What the model saw") at the selected node, else at the entry shown.
+  function openContext() {
+    var ex = document.getElementById("explorer"), row = selected();
+    var id = (row && row.dataset.id) || (ex && (ex.dataset.target || ex.dataset.leaf));
+    if (!ex || !ex.dataset.contextUrl || !id) return false;
+    location.href = ex.dataset.contextUrl + "?entry=" + encodeURIComponent(id);
+    return true;
+  }
+
   // `c`: open the comment form under the selected node's message, if it is shown and may be commented.
   function commentOnSelected() {
     var row = selected(), ex = document.getElementById("explorer");
@@ -196,6 +205,7 @@
     if (t.contains(document.activeElement) || document.activeElement === t || document.activeElement === document.body) {
       if (ev.key === "/") { var s = document.querySelector("[data-tree-search]"); if (s) { ev.preventDefault(); s.focus(); } return; }
       if (ev.key === "c" && commentOnSelected()) { ev.preventDefault(); return; }
+      if (ev.key === "i" && openContext()) { ev.preventDefault(); return; }
       onTreeKey(ev);
     }
   });
