@@ -24,6 +24,14 @@ def user(text: str, ts: int = 1_765_000_000_000, *, content: list[Any] | None = 
     return {"type": "message", "message": {"role": "user", "content": blocks, "timestamp": ts}}
 
 
+def paid(cost: float, tokens: int, *, output: int = 0) -> dict[str, Any]:
+    """An assistant message's usage: `tokens` in all (as input), `cost` dollars."""
+    return {
+        "input": tokens, "output": output, "cacheRead": 0, "cacheWrite": 0, "totalTokens": tokens,
+        "cost": {"total": cost},
+    }  # fmt: skip
+
+
 def assistant(
     text: str, ts: int = 1_765_000_001_000, *, call: dict[str, Any] | None = None, **extra: Any
 ) -> dict[str, Any]:

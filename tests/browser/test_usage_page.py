@@ -9,20 +9,9 @@ from django.contrib.auth.models import User
 
 from sessions_app.store import services
 from tests.browser.harness import session_actions
-from tests.builders import assistant, user
+from tests.builders import assistant, paid, user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def paid(cost: float, tokens: int) -> dict[str, object]:
-    return {
-        "input": tokens,
-        "output": 1,
-        "cacheRead": 0,
-        "cacheWrite": 0,
-        "totalTokens": tokens,
-        "cost": {"total": cost},
-    }
 
 
 def test_usage_page(login, server):
@@ -30,10 +19,12 @@ def test_usage_page(login, server):
     owner = User.objects.get(username="alice")
     s = services.session_create(owner=owner, name="usage")
     q = services.entry_append(session=s, payload=user("question", 1_767_600_000_000), author=owner)
-    first = services.entry_append(session=s, payload=assistant("a", usage=paid(0.4, 1200)), author=owner)
+    first = services.entry_append(session=s, payload=assistant("a", usage=paid(0.4, 1200, output=1)), author=owner)
     services.leaf_move(session=s, entry_id=q.entry_id)
     for n in range(5):
-        services.entry_append(session=s, payload=assistant(f"b{n}", usage=paid(0.1, 2000 + 500 * n)), author=owner)
+        services.entry_append(
+            session=s, payload=assistant(f"b{n}", usage=paid(0.1, 2000 + 500 * n, output=1)), author=owner
+        )
         services.entry_append(session=s, payload=user(f"more {n}"), author=owner)
     s.refresh_from_db()
 

@@ -6,18 +6,11 @@ import random
 from typing import Any
 
 from sessions_app.core.usage_tree import UsageChunk, cost_by_day, path_replies, session_usage, usage_by
+from tests.builders import paid
 
 
 def reply(cost: float, tokens: int, model: str = "m", ts: int = 0) -> dict[str, Any]:
-    usage = {
-        "input": tokens,
-        "output": 0,
-        "cacheRead": 0,
-        "cacheWrite": 0,
-        "totalTokens": tokens,
-        "cost": {"total": cost},
-    }
-    return {"role": "assistant", "provider": "p", "model": model, "usage": usage, "timestamp": ts}
+    return {"role": "assistant", "provider": "p", "model": model, "usage": paid(cost, tokens), "timestamp": ts}
 
 
 def chunked(entries: list[tuple[str, str | None, dict[str, Any] | None, bool]], size: int) -> list[UsageChunk]:

@@ -75,7 +75,11 @@ def test_a_rename_is_a_small_note_not_a_card(alice, alice_client):
     services.entry_append(session=session, payload=user("more", 1_767_600_002_000), author=alice)
     html = _page(alice_client, session)
     assert "Renamed: " not in html
-    assert re.search(r'class="msg m-rename"[^>]*>\s*<p class="rename-note">.*Renamed to “New name”</p>', html)
+    note = (
+        r'class="msg m-rename"[^>]*>\s*<p class="rename-note">.*Renamed to “New name” '
+        r'<a class="act small"[^>]*>Context</a></p>'
+    )
+    assert re.search(note, html)
     rename = html.split('class="msg m-rename"')[1].split("</article>")[0]
     assert 'class="msg m-marker"' not in rename
     assert "threads" not in rename  # no comment opener under the note: it stays a note, not a card

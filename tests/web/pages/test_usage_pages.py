@@ -15,23 +15,12 @@ from django.test.utils import CaptureQueriesContext
 from sessions_app.access import teams
 from sessions_app.models import Session, StreamingTurn
 from sessions_app.store import services
-from tests.builders import assistant, user
+from tests.builders import assistant, paid, user
 
 pytestmark = pytest.mark.django_db
 
 DAY = 86_400_000
 T0 = 1_767_600_000_000  # 2026-01-05 08:00 UTC
-
-
-def paid(cost: float, tokens: int) -> dict[str, Any]:
-    return {
-        "input": tokens,
-        "output": 0,
-        "cacheRead": 0,
-        "cacheWrite": 0,
-        "totalTokens": tokens,
-        "cost": {"total": cost},
-    }
 
 
 def branched(owner: Any, name: str = "Costly") -> tuple[Session, dict[str, str]]:
