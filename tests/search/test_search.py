@@ -92,6 +92,11 @@ def test_filters(alice, talk):
     s, ids = talk
     assert _found(alice, "drop role:assistant") == {(s.public_id, ids["a"])}
     assert _found(alice, "drop role:user") == {(s.public_id, ids["u"])}
+    assert _found(alice, "drop role:USER") == {(s.public_id, ids["u"])}  # a role's case does not matter
+    assert _found(alice, "removed role:toolresult") == {(s.public_id, ids["r"])}
+    assert _found(alice, "rm tool:BASH") == {(s.public_id, ids["a"])}
+    assert _found(alice, "rm tool:bas") == set()  # a whole tool name, not a part of one
+    assert _found(alice, "drop model:SONNET") == {(s.public_id, ids["a"])}
     assert _found(alice, "drop model:sonnet") == {(s.public_id, ids["a"])}
     assert _found(alice, "drop model:gpt") == set()
     assert _found(alice, f"drop session:{s.public_id}") == {(s.public_id, ids["u"]), (s.public_id, ids["a"])}
