@@ -117,6 +117,8 @@ def test_a_label_hit_lands_on_its_target_and_the_last_label_wins(alice, talk):
     services.label_set(session=s, target_id=ids["u2"], label="incident", author=alice)
     assert _found(alice, "postmortem") == set()
     assert _found(alice, "incident") == {(s.public_id, ids["u2"])}
+    assert _found(alice, "failed label:postmortem") == set()  # the label in force filters
+    assert _found(alice, "failed label:INCIDENT") == {(s.public_id, ids["u2"])}
     services.label_set(session=s, target_id=ids["u2"], label=None, author=alice)
     assert _found(alice, "incident") == set()
 
@@ -171,6 +173,16 @@ def test_recency_order_when_too_many_to_rank(alice, monkeypatch):
     rest = search.search(user=alice, q="common", limit=5, cursor=first.next)
     assert [h.entry_id for h in rest.hits] == made[::-1][5:]
     assert rest.next is None
+    # A later session's matches come first; narrowed to the older session (on PostgreSQL read
+    # through its own (session, seq) index) the pages are the same as before.
+    later = services.session_create(owner=alice, name="later")
+    newer = [_add(later, user(f"common again {i}", 1_767_700_000_000 + i), alice) for i in range(6)]
+    assert [h.entry_id for h in search.search(user=alice, q="common", limit=5).hits] == newer[::-1][:5]
+    q = f"common session:{s.public_id}"
+    first = search.search(user=alice, q=q, limit=5)
+    rest = search.search(user=alice, q=q, limit=5, cursor=first.next)
+    assert [h.entry_id for h in [*first.hits, *rest.hits]] == made[::-1]
+    assert first.ranked is False and rest.next is None
 
 
 @pytest.mark.parametrize("q", ['"', "NEAR(", "*", "a OR", '"unclosed', "AND NOT", "^x", "col:x", "\x00", "(((", "-"])
