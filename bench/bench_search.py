@@ -11,13 +11,17 @@ per session. Then, as a member of both teams:
   rare     p50 and p95 of a word planted in 3 entries per session (target: p50 under 50 ms)
   common   p50 and p95 of a word in at least 10% of the documents (target: p50 under 200 ms),
            and whether the answer was ranked or in recency order
+  shapes   each filter (role:, tool:, model:, label:, team:, a date range, session: of the
+           oldest session) with the common word, the word quoted, a phrase of common words and a
+           prefix, and phrase and prefix alone: p50 and p95 of each (the same targets)
   outsider a query that matches everywhere, as the outsider: must find nothing
   import   one more --entries file imported until searchable (as deployed) and with no indexing
            at all (the worker builds no index rows, index_session a no-op), alternating, best of
            --import-runs each (target: ratio <= 1.2); with the CPU seconds of the importing
            process and of its worker child, which show where the time goes on a busy machine
 
---sessions 0 measures only the import (no corpus, no queries).
+--sessions 0 measures only the import (no corpus, no queries). --queries-only times the queries
+again on the corpus a previous run left in the database (no build, no import).
 
 The database is a fresh SQLite file bench/out/search.sqlite3 unless --database-url names a
 PostgreSQL database (its public schema is dropped first: use a database of its own).
