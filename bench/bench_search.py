@@ -144,6 +144,9 @@ def shapes(word: str, first_session: str) -> list[tuple[str, str]]:
         ("phrase", phrase),
         ("prefix", f"{word[:2]}*"),
         ("phrase + prefix", f"{phrase} {word[:2]}*"),
+        # Common words, seldom side by side: GIN keeps no positions, every document with both
+        # words is read to find the few where they touch, whichever plan is chosen.
+        ("seldom phrase + role:user", f'"{word} the" role:user'),
     ]
     filters = [
         ("role:user", "role:user"),
