@@ -290,3 +290,48 @@ def test_ranked_hits_put_the_most_relevant_first(alice):
     result = search.search(user=alice, q="kestrel", limit=5)
     assert result.ranked is True
     assert result.hits[0].entry_id == best  # though the other is newer
+
+
+def test_a_phrase_with_a_filter_pages_the_newest_matches_with_or_without_the_probe(alice, monkeypatch):
+    """PostgreSQL looks for a phrase with role: among the newest user documents first
+    (search._newest_phrase_matches): when they hold a full window it answers, else the whole
+    query does; either way the pages are the newest matches, in order, each once."""
+    from django.db import connection
+
+    monkeypatch.setattr(search, "RANK_WINDOW", 2)
+    monkeypatch.setattr(search, "PROBE", 4)
+    answered: list[bool] = []
+    probe = search._newest_phrase_matches
+
+    def spy(*args: Any) -> Any:
+        found = probe(*args)
+        answered.append(found is not None)
+        return found
+
+    monkeypatch.setattr(search, "_newest_phrase_matches", spy)
+    services.session_create(owner=alice, name="another")  # two sessions: not the one-session path
+    s = services.session_create(owner=alice, name="probe")
+    made = [_add(s, user(f"open the pod bay doors {i}", 1_767_600_000_000 + i), alice) for i in range(5)]
+    _add(s, assistant("open the pod bay doors, says the assistant", 1_767_600_009_000), alice)
+
+    def pages() -> list[str]:
+        seen: list[str] = []
+        cursor = None
+        for _ in range(5):
+            result = search.search(user=alice, q='"pod bay" role:user', limit=2, cursor=cursor)
+            assert result.ranked is False or not seen
+            seen += [h.entry_id for h in result.hits]
+            cursor = result.next
+            if cursor is None:
+                return seen
+        raise AssertionError(f"no last page: {seen}")
+
+    assert pages() == made[::-1]
+    if connection.vendor == "postgresql":
+        assert answered[0] is True  # the newest four user documents held the first window
+    answered.clear()
+    for i in range(4):  # newer user messages without the phrase: the probe finds too few
+        _add(s, user(f"something else {i}", 1_767_600_010_000 + i), alice)
+    assert pages() == made[::-1]
+    if connection.vendor == "postgresql":
+        assert answered[0] is False
