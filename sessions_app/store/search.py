@@ -27,6 +27,9 @@ from sessions_app.models import Session
 from sessions_app.store import selectors
 
 RANK_WINDOW = 500
+# The roles the index stores (searchtext.entry_docs), by their lower case: role:toolresult finds them.
+_STORED_ROLES = ("user", "assistant", "toolResult", "bashExecution", "custom", "compaction", "branch_summary", "name")
+ROLES = {r.lower(): r for r in (*_STORED_ROLES, "label")}
 MAX_LIMIT = 100
 
 
@@ -83,8 +86,17 @@ def _readable(user: User | AnonymousUser, query: Query) -> tuple[str, list[Any]]
         sessions = sessions.filter(team__name__iexact=query.filters["team"])
     if "session" in query.filters:
         sessions = sessions.filter(public_id=query.filters["session"])
+    if connection.vendor == "postgresql":
+        # The pks themselves, not a subquery: PostgreSQL guesses a subquery's sessions at one row,
+        # then reads every document of each session through the session index and tests them all
+        # (a phrase with role:user took most of a second); against a list of values it weighs the
+        # sessions' share of the documents from its statistics.
+        pks = list(sessions.values_list("pk", flat=True))
+        if len(pks) == 1:  # an equality: the (session, seq) index can give its newest first
+            return "d.session_id = %s", pks
+        return "d.session_id = ANY(%s)", [pks]
     sql, params = sessions.values("pk").query.sql_with_params()
-    return sql, list(params)
+    return f"d.session_id IN ({sql})", list(params)
 
 
 def _match(query: Query) -> tuple[str, str, list[Any], str]:
@@ -123,20 +135,40 @@ def _filters(query: Query) -> tuple[list[str], list[Any]]:
     elif f["thinking"].lower() == "only":
         where.append("d.kind = 'thinking'")
     if "role" in f:
-        where.append("LOWER(d.role) = LOWER(%s)")
-        params.append(f["role"])
+        role = ROLES.get(f["role"].lower())
+        # A plain equality on the stored spelling: the planner knows each role's share of the
+        # documents; of LOWER(role) it knows nothing and takes a common role for a rare one.
+        where.append("d.role = %s" if role else "LOWER(d.role) = LOWER(%s)")
+        params.append(role or f["role"])
+    # On the columns themselves, not on LOWER() of them: PostgreSQL then weighs the pattern against
+    # the column's common values; of an expression it knows nothing, takes the filter for a rare
+    # one and reads every document of the readable sessions (SQLite's LIKE ignores ASCII case).
+    like = "ILIKE" if connection.vendor == "postgresql" else "LIKE"
     if "tool" in f:
-        where.append("(' ' || LOWER(d.tool) || ' ') LIKE %s")
-        params.append(f"% {_like(f['tool'].lower())} %")
+        tool = _like(f["tool"])  # one of the space-separated names
+        where.append(f"(d.tool {like} %s OR d.tool {like} %s OR d.tool {like} %s OR d.tool {like} %s)")
+        params += [tool, f"{tool} %", f"% {tool}", f"% {tool} %"]
     if "model" in f:
-        where.append("LOWER(d.model) LIKE %s")
-        params.append(f"%{_like(f['model'].lower())}%")
+        where.append(f"d.model {like} %s")
+        params.append(f"%{_like(f['model'])}%")
     if "label" in f:
-        where.append(
-            "d.entry_id IN (SELECT l.entry_id FROM sessions_app_searchdoc l WHERE l.session_id = d.session_id "
-            "AND l.kind = 'label' AND LOWER(l.text) = LOWER(%s))"
-        )
-        params.append(f["label"])
+        if connection.vendor == "postgresql" and searchtext.WORD.search(f["label"]):
+            # The labelled entries found first, through the text index (a label's words are in
+            # it), then their documents by (session, seq), which has an index: tested per matching
+            # document, the labels of its session took minutes. (A label's own document is at the
+            # label entry's seq: it is not among them; the target's are.)
+            where.append(
+                "(d.session_id, d.seq) IN (SELECT e.session_id, e.seq FROM sessions_app_searchdoc l "
+                "JOIN sessions_app_entry e ON e.session_id = l.session_id AND e.entry_id = l.entry_id "
+                "WHERE l.tsv @@ plainto_tsquery('simple', %s) AND l.kind = 'label' AND LOWER(l.text) = LOWER(%s))"
+            )
+            params += [f["label"], f["label"]]
+        else:
+            where.append(
+                "d.entry_id IN (SELECT l.entry_id FROM sessions_app_searchdoc l WHERE l.session_id = d.session_id "
+                "AND l.kind = 'label' AND LOWER(l.text) = LOWER(%s))"
+            )
+            params.append(f["label"])
     if query.after_ms is not None:
         where.append("d.ts_ms >= %s")
         params.append(query.after_ms)
@@ -157,7 +189,7 @@ def _where(user: User | AnonymousUser, query: Query) -> tuple[str, str, list[Any
     source, match, params, score = _match(query)
     readable, readable_params = _readable(user, query)
     where, filter_params = _filters(query)
-    conditions = [match, f"d.session_id IN ({readable})", *where]
+    conditions = [match, readable, *where]
     score_params = params if score != "0" and connection.vendor != "sqlite" else []
     return source, " AND ".join(conditions), [*params, *readable_params, *filter_params], score, score_params
 
@@ -191,13 +223,22 @@ def search(*, user: User | AnonymousUser, q: str, limit: int = 20, cursor: str |
     source, where, all_params, score, score_params = _where(user, query)
     # The same id; on SQLite named as the FTS5 table's rowid, the order it yields matches in.
     key = "f.rowid" if connection.vendor == "sqlite" and query.has_text else "d.id"
+    order = f"{key} DESC"
+    if connection.vendor == "postgresql" and "d.session_id = %s" in where:
+        # One session: its newest documents through the (session, seq) index, the same order (a
+        # session's documents are indexed in seq order). By id alone PostgreSQL reads back from
+        # the newest document of all, through every later session, before reaching this one's.
+        order = "d.seq DESC, d.id DESC"
     if state is not None and state["m"] == "time":
         where += f" AND {key} < %s"
         all_params.append(state["i"])
-    sql = f"SELECT {key} FROM {source} WHERE {where} ORDER BY {key} DESC LIMIT %s"
-    with connection.cursor() as c:
-        c.execute(sql, [*all_params, max(RANK_WINDOW, limit) + 1])
-        found = [row[0] for row in c.fetchall()]
+    window = max(RANK_WINDOW, limit) + 1
+    found = _newest_phrase_matches(user, query, state, window) if order == f"{key} DESC" else None
+    if found is None:
+        sql = f"SELECT {key} FROM {source} WHERE {where} ORDER BY {order} LIMIT %s"
+        with connection.cursor() as c:
+            c.execute(sql, [*all_params, window])
+            found = [row[0] for row in c.fetchall()]
     page: list[int]
     if (state is None and len(found) <= RANK_WINDOW) or (state is not None and state["m"] == "rank"):
         # Scored only now, and only these: a score computed for every match of a common word
@@ -223,6 +264,37 @@ INDEXING_SHOWN = 20  # sessions named as still indexing, at most
 def _indexing(user: User | AnonymousUser) -> list[tuple[str, str]]:
     readable = selectors.session_list_for_user(user=user).filter(indexed_seq__isnull=False)
     return list(readable.order_by("-updated_at").values_list("public_id", "name")[:INDEXING_SHOWN])
+
+
+PROBE = 10_000  # the newest documents past the filters a phrase is first looked for in
+
+
+def _newest_phrase_matches(
+    user: User | AnonymousUser, query: Query, state: dict[str, Any] | None, window: int
+) -> list[int] | None:
+    """On PostgreSQL, a phrase with role:, tool: or model: looked for first among the PROBE newest
+    documents those filters let through: the ids of the newest `window` matches when they are
+    all there, else None (the whole query then). PostgreSQL prices a phrase as if its words were
+    unrelated, far rarer than words that go together are side by side, and reads every document
+    with all the words instead (a second and more on the 1M corpus)."""
+    if connection.vendor != "postgresql" or not query.phrases or not {"role", "tool", "model"} & set(query.filters):
+        return None
+    _, match, match_params, _ = _match(query)
+    readable, readable_params = _readable(user, query)
+    where, filter_params = _filters(query)
+    inner = " AND ".join([readable, *where])
+    params = [*readable_params, *filter_params]
+    if state is not None and state["m"] == "time":
+        inner += " AND d.id < %s"
+        params.append(state["i"])
+    sql = (
+        f"SELECT d.id FROM (SELECT d.id, d.tsv FROM sessions_app_searchdoc d WHERE {inner} ORDER BY d.id DESC "
+        f"LIMIT %s) d WHERE {match} ORDER BY d.id DESC LIMIT %s"
+    )
+    with connection.cursor() as c:
+        c.execute(sql, [*params, PROBE, *match_params, window])
+        found = [row[0] for row in c.fetchall()]
+    return found if len(found) == window else None
 
 
 def _scores(

@@ -203,7 +203,14 @@
     if (ev.target.matches && ev.target.matches("[data-tree-search]") && onSearchKey(ev)) return;
     if (typing || ev.ctrlKey || ev.metaKey || ev.altKey) return;
     if (t.contains(document.activeElement) || document.activeElement === t || document.activeElement === document.body) {
-      if (ev.key === "/") { var s = document.querySelector("[data-tree-search]"); if (s) { ev.preventDefault(); s.focus(); } return; }
+      if (ev.key === "/") {
+        var s = document.querySelector("[data-tree-search]");
+        if (!s) return;
+        ev.preventDefault();
+        if (!s.getClientRects().length) showPane("tree");  // a phone showing the conversation
+        s.focus();
+        return;
+      }
       if (ev.key === "c" && commentOnSelected()) { ev.preventDefault(); return; }
       if (ev.key === "i" && openContext()) { ev.preventDefault(); return; }
       onTreeKey(ev);
@@ -615,7 +622,17 @@
   document.addEventListener("keydown", function (ev) {
     if ((ev.ctrlKey || ev.metaKey) && !ev.altKey && (ev.key === "k" || ev.key === "K")) {
       var box = document.querySelector("[data-search-page-box]") || document.querySelector("[data-header-search]");
-      if (box) { ev.preventDefault(); box.focus(); box.select(); }
+      if (!box) return;
+      ev.preventDefault();
+      // On a phone the header's box is in the ☰ menu, hidden until it opens: open it first.
+      var bar = !box.getClientRects().length && box.closest(".topbar");
+      if (bar) {
+        bar.classList.add("menu-open");
+        var toggle = bar.querySelector("[data-nav-toggle]");
+        if (toggle) toggle.setAttribute("aria-expanded", "true");
+      }
+      box.focus();
+      box.select();
       return;
     }
     var hits = Array.prototype.slice.call(document.querySelectorAll("[data-search-hit]"));

@@ -92,6 +92,11 @@ def test_filters(alice, talk):
     s, ids = talk
     assert _found(alice, "drop role:assistant") == {(s.public_id, ids["a"])}
     assert _found(alice, "drop role:user") == {(s.public_id, ids["u"])}
+    assert _found(alice, "drop role:USER") == {(s.public_id, ids["u"])}  # a role's case does not matter
+    assert _found(alice, "removed role:toolresult") == {(s.public_id, ids["r"])}
+    assert _found(alice, "rm tool:BASH") == {(s.public_id, ids["a"])}
+    assert _found(alice, "rm tool:bas") == set()  # a whole tool name, not a part of one
+    assert _found(alice, "drop model:SONNET") == {(s.public_id, ids["a"])}
     assert _found(alice, "drop model:sonnet") == {(s.public_id, ids["a"])}
     assert _found(alice, "drop model:gpt") == set()
     assert _found(alice, f"drop session:{s.public_id}") == {(s.public_id, ids["u"]), (s.public_id, ids["a"])}
@@ -112,6 +117,8 @@ def test_a_label_hit_lands_on_its_target_and_the_last_label_wins(alice, talk):
     services.label_set(session=s, target_id=ids["u2"], label="incident", author=alice)
     assert _found(alice, "postmortem") == set()
     assert _found(alice, "incident") == {(s.public_id, ids["u2"])}
+    assert _found(alice, "failed label:postmortem") == set()  # the label in force filters
+    assert _found(alice, "failed label:INCIDENT") == {(s.public_id, ids["u2"])}
     services.label_set(session=s, target_id=ids["u2"], label=None, author=alice)
     assert _found(alice, "incident") == set()
 
@@ -166,6 +173,16 @@ def test_recency_order_when_too_many_to_rank(alice, monkeypatch):
     rest = search.search(user=alice, q="common", limit=5, cursor=first.next)
     assert [h.entry_id for h in rest.hits] == made[::-1][5:]
     assert rest.next is None
+    # A later session's matches come first; narrowed to the older session (on PostgreSQL read
+    # through its own (session, seq) index) the pages are the same as before.
+    later = services.session_create(owner=alice, name="later")
+    newer = [_add(later, user(f"common again {i}", 1_767_700_000_000 + i), alice) for i in range(6)]
+    assert [h.entry_id for h in search.search(user=alice, q="common", limit=5).hits] == newer[::-1][:5]
+    q = f"common session:{s.public_id}"
+    first = search.search(user=alice, q=q, limit=5)
+    rest = search.search(user=alice, q=q, limit=5, cursor=first.next)
+    assert [h.entry_id for h in [*first.hits, *rest.hits]] == made[::-1]
+    assert first.ranked is False and rest.next is None
 
 
 @pytest.mark.parametrize("q", ['"', "NEAR(", "*", "a OR", '"unclosed', "AND NOT", "^x", "col:x", "\x00", "(((", "-"])
@@ -273,3 +290,48 @@ def test_ranked_hits_put_the_most_relevant_first(alice):
     result = search.search(user=alice, q="kestrel", limit=5)
     assert result.ranked is True
     assert result.hits[0].entry_id == best  # though the other is newer
+
+
+def test_a_phrase_with_a_filter_pages_the_newest_matches_with_or_without_the_probe(alice, monkeypatch):
+    """PostgreSQL looks for a phrase with role: among the newest user documents first
+    (search._newest_phrase_matches): when they hold a full window it answers, else the whole
+    query does; either way the pages are the newest matches, in order, each once."""
+    from django.db import connection
+
+    monkeypatch.setattr(search, "RANK_WINDOW", 2)
+    monkeypatch.setattr(search, "PROBE", 4)
+    answered: list[bool] = []
+    probe = search._newest_phrase_matches
+
+    def spy(*args: Any) -> Any:
+        found = probe(*args)
+        answered.append(found is not None)
+        return found
+
+    monkeypatch.setattr(search, "_newest_phrase_matches", spy)
+    services.session_create(owner=alice, name="another")  # two sessions: not the one-session path
+    s = services.session_create(owner=alice, name="probe")
+    made = [_add(s, user(f"open the pod bay doors {i}", 1_767_600_000_000 + i), alice) for i in range(5)]
+    _add(s, assistant("open the pod bay doors, says the assistant", 1_767_600_009_000), alice)
+
+    def pages() -> list[str]:
+        seen: list[str] = []
+        cursor = None
+        for _ in range(5):
+            result = search.search(user=alice, q='"pod bay" role:user', limit=2, cursor=cursor)
+            assert result.ranked is False or not seen
+            seen += [h.entry_id for h in result.hits]
+            cursor = result.next
+            if cursor is None:
+                return seen
+        raise AssertionError(f"no last page: {seen}")
+
+    assert pages() == made[::-1]
+    if connection.vendor == "postgresql":
+        assert answered[0] is True  # the newest four user documents held the first window
+    answered.clear()
+    for i in range(4):  # newer user messages without the phrase: the probe finds too few
+        _add(s, user(f"something else {i}", 1_767_600_010_000 + i), alice)
+    assert pages() == made[::-1]
+    if connection.vendor == "postgresql":
+        assert answered[0] is False
