@@ -125,20 +125,24 @@ def estimate_tokens(message: Mapping[str, Any]) -> int:
     return math.ceil(chars / 4)
 
 
-def _num(value: object) -> int | float:
-    return value if isinstance(value, int | float) and not isinstance(value, bool) else 0
+_NUMBERS = frozenset((int, float))  # (not bool: JSON's true is no count)
+
+
+def number(value: object) -> int | float:
+    """A JSON number as a count, anything else 0 (the usage fields of old or odd files)."""
+    return value if type(value) in _NUMBERS else 0  # type: ignore[return-value]
 
 
 def calculate_context_tokens(usage: Mapping[str, Any]) -> int | float:
     """usage.totalTokens || input + output + cacheRead + cacheWrite (old files lack totalTokens)."""
-    total = _num(usage.get("totalTokens"))
+    total = number(usage.get("totalTokens"))
     if total:
         return total
     return (
-        _num(usage.get("input"))
-        + _num(usage.get("output"))
-        + _num(usage.get("cacheRead"))
-        + _num(usage.get("cacheWrite"))
+        number(usage.get("input"))
+        + number(usage.get("output"))
+        + number(usage.get("cacheRead"))
+        + number(usage.get("cacheWrite"))
     )
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from sessions_app.core.tree import content_text, js_trim, parse_timestamp_ms
-from sessions_app.core.usage import message_usage
+from sessions_app.core.usage import cost_and_tokens
 
 
 class Listed(Protocol):
@@ -67,9 +67,10 @@ def update_listing(listed: Listed, data: Mapping[str, Any]) -> None:
             )
             if ms and ms > listed.modified_ms:
                 listed.modified_ms = int(ms)
-        usage = message_usage(message)
-        if usage is not None:
-            listed.cost += usage.cost
-            listed.total_tokens += int(usage.total_tokens)
+        if role == "assistant":
+            paid = cost_and_tokens(message)
+            if paid is not None:
+                listed.cost += paid[0]
+                listed.total_tokens += int(paid[1])
         if role == "user" and not listed.first_message:
             listed.first_message = storable(content_text(message.get("content"), " "))

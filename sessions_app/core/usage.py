@@ -12,13 +12,21 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sessions_app.core.compaction import calculate_context_tokens
+from sessions_app.core.compaction import calculate_context_tokens, number
 
 Number = int | float
 
 
-def _num(value: object) -> Number:
-    return value if isinstance(value, int | float) and not isinstance(value, bool) else 0
+def cost_and_tokens(message: object) -> tuple[float, Number] | None:
+    """An assistant message's cost and total tokens (message_usage's, for the listing, which reads
+    every message of an import: without building a Usage)."""
+    if type(message) is not dict or message.get("role") != "assistant":
+        return None
+    usage = message.get("usage")
+    if type(usage) is not dict:
+        return 0.0, 0
+    cost = usage.get("cost")
+    return (float(number(cost.get("total"))) if type(cost) is dict else 0.0), calculate_context_tokens(usage)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,12 +73,12 @@ def message_usage(message: object) -> Usage | None:
         return NONE
     cost = usage.get("cost")
     return Usage(
-        input=_num(usage.get("input")),
-        output=_num(usage.get("output")),
-        cache_read=_num(usage.get("cacheRead")),
-        cache_write=_num(usage.get("cacheWrite")),
+        input=number(usage.get("input")),
+        output=number(usage.get("output")),
+        cache_read=number(usage.get("cacheRead")),
+        cache_write=number(usage.get("cacheWrite")),
         total_tokens=calculate_context_tokens(usage),
-        cost=float(_num(cost.get("total"))) if isinstance(cost, dict) else 0.0,
+        cost=float(number(cost.get("total"))) if isinstance(cost, dict) else 0.0,
     )
 
 
