@@ -126,11 +126,15 @@ def estimate_tokens(message: Mapping[str, Any]) -> int:
 
 
 _NUMBERS = frozenset((int, float))  # (not bool: JSON's true is no count)
+MAX_COUNT = 2**53  # JavaScript's safe integers: a count beyond (or NaN, Infinity) is no count
 
 
 def number(value: object) -> int | float:
-    """A JSON number as a count, anything else 0 (the usage fields of old or odd files)."""
-    return value if type(value) in _NUMBERS else 0  # type: ignore[return-value]
+    """A JSON number as a count, anything else 0 (the usage fields of old or odd files; a hostile
+    1e30 would overflow the sums the database keeps)."""
+    if type(value) in _NUMBERS and -MAX_COUNT <= value <= MAX_COUNT:  # type: ignore[operator]
+        return value  # type: ignore[return-value]
+    return 0
 
 
 def calculate_context_tokens(usage: Mapping[str, Any]) -> int | float:

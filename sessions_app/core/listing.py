@@ -10,6 +10,8 @@ from typing import Any, Protocol
 from sessions_app.core.tree import content_text, js_trim, parse_timestamp_ms
 from sessions_app.core.usage import cost_and_tokens
 
+MAX_TOTAL = 2**62  # a session's token total stops here (a 64-bit column; a hostile file could pass it)
+
 
 class Listed(Protocol):
     name: str
@@ -71,6 +73,6 @@ def update_listing(listed: Listed, data: Mapping[str, Any]) -> None:
             paid = cost_and_tokens(message)
             if paid is not None:
                 listed.cost += paid[0]
-                listed.total_tokens += int(paid[1])
+                listed.total_tokens = min(listed.total_tokens + int(paid[1]), MAX_TOTAL)
         if role == "user" and not listed.first_message:
             listed.first_message = storable(content_text(message.get("content"), " "))

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sessions_app.core.compaction import number
 from sessions_app.core.usage import Usage, message_usage
 
 # An assistant message, as a chunk keeps it: input, output, cacheRead, cacheWrite, totalTokens, cost,
@@ -69,7 +70,7 @@ class UsageChunk:
             tokens += usage.total_tokens
             # The message's own time where it has one (as pi's session list dates them), else the entry's.
             when = message.get("timestamp") if message is not None else None
-            ms = int(when) if isinstance(when, int | float) and not isinstance(when, bool) else ts_ms
+            ms = int(number(when)) or ts_ms
             reply = _reply(usage, self._model(message), ms)
             self.reply_at.append(at)
             self.replies.extend(reply)
@@ -252,9 +253,16 @@ def usage_by(chunks: Iterable[UsageChunk], key_of: Mapping[str, Any]) -> dict[An
     return sums
 
 
-def reply_authors(chunks: Iterable[UsageChunk]) -> dict[str, int]:
-    """{assistant message's entry id: the user who wrote it} for those written in piweb with an author."""
-    return {chunk.ids[at]: author for chunk in chunks for at, author in chunk.authors.items()}
+def reply_authors(chunks: Iterable[UsageChunk], mirrored: Sequence[Sequence[int]] = ()) -> dict[str, int]:
+    """{assistant message's entry id: the user who wrote it} for those written in piweb with an
+    author; not those in the mirrored seq ranges (Session.mirror_seqs: an import names its
+    importer as every entry's author, which wrote none of them)."""
+    return {
+        chunk.ids[at]: author
+        for chunk in chunks
+        for at, author in chunk.authors.items()
+        if not any(low <= chunk.first + at + 1 <= high for low, high in mirrored)
+    }
 
 
 def cost_by_day(chunks: Iterable[UsageChunk]) -> dict[int, float]:

@@ -9,6 +9,7 @@ from typing import Any
 from django.db import migrations, models
 
 from sessions_app.core import jsjson
+from sessions_app.core.listing import MAX_TOTAL
 from sessions_app.core.usage import entry_usage
 
 BATCH = 2000
@@ -47,7 +48,7 @@ def _fill(apps: Any, schema_editor: Any) -> None:
             usage = entry_usage(jsjson.loads(raw))
             if usage is not None:
                 cost += usage.cost
-                tokens += int(usage.total_tokens)
+                tokens = min(tokens + int(usage.total_tokens), MAX_TOTAL)
         if cost or tokens:
             Session.objects.filter(pk=pk).update(cost=cost, total_tokens=tokens)
 

@@ -74,7 +74,12 @@ def catch_up(session_pk: int) -> int:
     while True:
         with transaction.atomic():
             with connection.cursor() as cursor:
-                cursor.execute("SELECT indexed_seq, last_seq FROM sessions_app_session WHERE id = %s", [session_pk])
+                # Locked on PostgreSQL (SQLite's IMMEDIATE transaction holds the write lock): an
+                # append committed between this read and the claim would leave its entries behind
+                # a mark set to NULL from a stale last_seq, unsearchable for good.
+                lock = " FOR NO KEY UPDATE" if connection.vendor == "postgresql" else ""
+                read = "SELECT indexed_seq, last_seq FROM sessions_app_session WHERE id = %s"
+                cursor.execute(read + lock, [session_pk])
                 found = cursor.fetchone()
                 if found is None or found[0] is None:
                     break
@@ -196,7 +201,11 @@ def reindex_all() -> tuple[int, int]:
 
 # --- the backlog: published entries not indexed yet --------------------------------------------
 
-_running: set[int] = set()  # sessions this process's indexer threads are catching up
+# One indexer thread per process, working through a queue of sessions: a crash during a bulk
+# import leaves many behind, and a thread (and a database connection) each would not do.
+_running: set[int] = set()  # sessions queued or being caught up in this process
+_queue: list[int] = []
+_thread: list[threading.Thread] = []  # the indexer thread, while it runs
 _running_lock = threading.Lock()
 
 
@@ -223,29 +232,41 @@ def resume_pending() -> int:
 
 
 def _start(session_pk: int) -> bool:
+    """Queue the session for this process's indexer thread (started if it is not running)."""
     with _running_lock:
         if session_pk in _running:
             return False
         _running.add(session_pk)
-    # Not a daemon: a command that imports (manage.py import) exits once its sessions are searchable.
-    threading.Thread(target=_run, args=(session_pk,), name=f"piweb-search-index-{session_pk}").start()
+        _queue.append(session_pk)
+        if not _thread:
+            # Not a daemon: a command that imports (manage.py import) exits once its sessions are searchable.
+            _thread.append(threading.Thread(target=_run, name="piweb-search-index"))
+            _thread[0].start()
     return True
 
 
-def _run(session_pk: int) -> None:
+def _run() -> None:
     try:
-        catch_up(session_pk)
-    except Exception:  # the janitor starts it again (resume_pending)
-        log.exception("indexing session %s stopped", session_pk)
+        while True:
+            with _running_lock:
+                if not _queue:
+                    _thread.clear()
+                    return
+                session_pk = _queue.pop(0)
+            try:
+                catch_up(session_pk)
+            except Exception:  # the janitor queues it again (resume_pending)
+                log.exception("indexing session %s stopped", session_pk)
+            finally:
+                with _running_lock:
+                    _running.discard(session_pk)
     finally:
-        with _running_lock:
-            _running.discard(session_pk)
         connection.close()  # this thread's own connection
 
 
 def wait_for_indexers(timeout: float = 60.0) -> bool:
     """Whether this process's indexer threads all ended within `timeout` seconds (benches, tests)."""
-    for thread in [t for t in threading.enumerate() if t.name.startswith("piweb-search-index-")]:
+    for thread in [t for t in threading.enumerate() if t.name == "piweb-search-index"]:
         thread.join(timeout)
     with _running_lock:
         return not _running

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 from django.contrib.auth.models import AnonymousUser, User
-from django.db import DataError, connection, transaction
+from django.db import DataError, OperationalError, connection, transaction
 from django.db.models import Q, QuerySet
 
 from sessions_app.access import permissions
@@ -208,7 +208,9 @@ def session_context_json(*, session: Session, leaf_id: str | None = None) -> byt
     try:
         with guard:
             return orjson.dumps(_session_context(session=session, leaf_id=leaf_id, stored=True))
-    except (TypeError, DataError):  # also: a built message holds an integer beyond 64 bits
+    except (TypeError, DataError, OperationalError):
+        # TypeError: a built message holds an integer beyond 64 bits; OperationalError: a line
+        # SQLite's JSON reader refuses (nested deeper than it goes, where the import's limit allows).
         # Built and written as JSON.stringify would: the rare lines orjson cannot take.
         return jsjson.dumps(_session_context(session=session, leaf_id=leaf_id, stored=False)).encode()
 

@@ -136,7 +136,8 @@ def usage_page(*, session: Session) -> UsagePage:
     sql = "SELECT entry_id, preview FROM sessions_app_entry WHERE session_id = %s AND entry_id IN ({marks})"
     previews = dict(select_in(sql, [session.pk], leaves))
     # An assistant message appended in piweb names its author; one a chat turn streamed, the turn's.
-    per_user = usage_by(found, {**reply_authors(found), **turn_authors(session=session)})
+    authors = reply_authors(found, session.mirror_seqs or ())
+    per_user = usage_by(found, {**authors, **turn_authors(session=session)})
     names = dict(User.objects.filter(pk__in=list(per_user)).values_list("pk", "username"))
     by_user = sorted(((names.get(pk, "?"), u) for pk, u in per_user.items()), key=lambda p: -p[1].cost)
     return UsagePage(summed, previews, by_user, path_replies(found, session.leaf_id))

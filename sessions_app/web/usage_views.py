@@ -64,7 +64,9 @@ def team_usage(request: HttpRequest, public_id: str) -> HttpResponse:
     sessions = list(Session.objects.filter(VISIBLE, team=team).only("pk", "last_seq", "created_at", "leaf_id"))
     days = usage_facts.team_cost_by_day(sessions=sessions)
     epoch = date(1970, 1, 1)
-    by_day = sorted((epoch + timedelta(days=d), cost) for d, cost in days.items())
+    # Days a date can hold: a reply stamped thousands of years away (a hostile file) is left out.
+    first, last = (date.min - epoch).days, (date.max - epoch).days
+    by_day = sorted((epoch + timedelta(days=d), cost) for d, cost in days.items() if first <= d <= last)
     weeks: dict[date, float] = {}
     for day, cost in by_day:
         monday = day - timedelta(days=day.weekday())

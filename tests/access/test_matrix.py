@@ -63,6 +63,8 @@ ENDPOINTS: list[Endpoint] = [
     Endpoint("api.context", "get", A + "/context", "read"),
     Endpoint("api.context_at", "get", A + "/context?leaf={a1}", "read"),
     Endpoint("api.tree", "get", A + "/tree", "read"),
+    Endpoint("api.compare", "get", A + "/compare?a={a1}&b={a2}", "read"),
+    Endpoint("api.usage", "get", A + "/usage", "read"),
     Endpoint("api.entry_create", "post", A + "/entries", "chat", (201,), {"type": "message", "message": USER_HI}),
     Endpoint("api.leaf", "put", A + "/leaf", "branch", data={"entryId": "{a1}"}),
     Endpoint("api.label", "post", A + "/labels", "label", (201,), {"targetId": "{a1}", "label": "x"}),
@@ -85,6 +87,9 @@ ENDPOINTS: list[Endpoint] = [
     # a1 holds no tool call: 404 to everyone (the call view itself: tests/web/pages/test_files_changed.py)
     Endpoint("view.call", "get", S + "/entries/{a1}/calls/0/", "read", (404,)),
     Endpoint("view.files", "get", S + "/files/?leaf={a2}", "read"),
+    Endpoint("view.compare", "get", S + "/compare/?a={a1}&b={a2}", "read"),
+    Endpoint("view.usage", "get", S + "/usage/", "read"),
+    Endpoint("view.context", "get", S + "/context/?entry={a1}", "read"),
     Endpoint("view.export_jsonl", "get", S + "/export.jsonl", "read"),
     Endpoint("view.export_html", "get", S + "/export.html", "read"),
     Endpoint("view.continue", "post", S + "/continue/", "branch", (302,), {"entry": "{a1}"}),

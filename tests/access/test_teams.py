@@ -157,6 +157,7 @@ TEAM_ROUTES = [
     ("score_delete", "post", "/teams/{team}/scores/{config}/delete/", {}, "manage", 302),
     ("reviews_csv", "get", "/teams/{team}/reviews.csv", None, "read", 200),  # every member: viewers read them
     ("reviews_json", "get", "/teams/{team}/reviews.json", None, "read", 200),
+    ("usage", "get", "/teams/{team}/usage/", None, "read", 200),
 ]
 TEAM_CASES = [(r, who, scope) for r in TEAM_ROUTES for who in ROLES for scope in ("core", "other")]
 

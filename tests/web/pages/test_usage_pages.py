@@ -15,6 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from sessions_app.access import teams
 from sessions_app.models import Session, StreamingTurn
 from sessions_app.store import services
+from sessions_app.store.importing import pipeline
 from tests.builders import assistant, paid, user
 
 pytestmark = pytest.mark.django_db
@@ -78,6 +79,29 @@ def test_per_user_counts_turns_and_authored_replies(alice, bob, alice_client):
         re.findall(r"<tr><td>(\w+)</td><td>[^<]*</td><td>([^<]*)</td></tr>", html.split("data-usage-users")[1])
     )
     assert users == {"alice": "$1.75", "bob": "$0.5000"}
+
+
+def test_an_imported_sessions_replies_are_no_ones_piweb_chats(alice, alice_client, generated):
+    """An import names its importer as every row's author: that is not a chat made in piweb."""
+    imported = pipeline.session_import(owner=alice, data=generated(300, 5)).session
+    html = alice_client.get(f"/sessions/{imported.public_id}/usage/").content.decode()
+    assert "No chat turns were run in piweb" in html and "<tr><td>alice</td>" not in html
+
+
+def test_absurd_usage_numbers_and_times_are_no_counts_and_no_500(alice, alice_client):
+    """A hostile reply: tokens beyond any real count, a time 30,000 years away."""
+    team = teams.team_create(name="Odd", creator=alice)
+    s = services.session_create(owner=alice, name="odd")
+    for tokens in (1e30, 10**40, float("nan")):
+        payload = assistant("x", T0, usage={**paid(0.5, 1), "totalTokens": tokens, "input": tokens})
+        services.entry_append(session=s, payload=payload, author=alice)
+    services.entry_append(session=s, payload=assistant("far", 10**15, usage=paid(0.25, 10)), author=alice)
+    s.refresh_from_db()
+    assert s.total_tokens == 10 and s.cost == 1.75  # the absurd counts are no counts; the costs add up
+    teams.session_move_to_team(session=s, team=team, actor=alice)
+    assert alice_client.get(f"/sessions/{s.public_id}/usage/").status_code == 200
+    r = alice_client.get(f"/teams/{team.public_id}/usage/")
+    assert r.status_code == 200 and "2026-01-05" in r.content.decode()
 
 
 def test_usage_page_is_for_readers_only(alice, bob_client):
