@@ -4,11 +4,11 @@ One writer, write_rows, of the rows searchtext.index_rows makes from stored entr
 indexed_seq says how far its entries are indexed: NULL, all of them. Writes of a few entries
 (appends, chat turns, forks: services._store) index them in their own transaction (index_new). An
 import publishes its entries unindexed (the mark set behind them: mark_behind), then catches up:
-before it returns for a small file, by a thread of its own for a large one, so that a 100k-entry
-import is readable as soon as its rows are (its index costs as much again). Meanwhile the session
-says "indexing…" and a search says which sessions it could not fully see (pending). A stopped
-indexer's backlog is resumed by the janitor. Deletes remove a session's documents with its entries
-(services._delete_whole).
+before it returns for a small file, by the process's indexer thread for a large one, so that a
+100k-entry import is readable as soon as its rows are (its index costs as much again). Meanwhile
+the session says "indexing…" and a search names the sessions it could not fully see
+(search.Result.indexing). A stopped indexer's backlog is resumed by the janitor. Deletes remove a
+session's documents with its entries (services._delete_whole).
 """
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ _running_lock = threading.Lock()
 
 def catch_up_soon(session_pk: int) -> None:
     """After entries were published unindexed (an import): a small backlog is indexed now, before
-    the import returns; a large one by a thread of its own, started once the publishing
+    the import returns; a large one by the process's indexer thread, once the publishing
     transaction commits, so that the session is readable first (its import returns sooner)."""
     behind = (
         Session.objects.filter(pk=session_pk, indexed_seq__isnull=False).values_list("last_seq", "indexed_seq").first()
