@@ -3,9 +3,10 @@
 One writer, write_rows, of the rows searchtext.index_rows makes from stored entries. A session's
 indexed_seq says how far its entries are indexed: NULL, all of them. Writes of a few entries
 (appends, chat turns, forks: services._store) index them in their own transaction (index_new). An
-import publishes its entries unindexed (the mark set behind them: mark_behind), then catches up:
-before it returns for a small file, by the process's indexer thread for a large one, so that a
-100k-entry import is readable as soon as its rows are (its index costs as much again). Meanwhile
+import of up to PIWEB_SEARCH_INDEX_INLINE_ENTRIES entries is indexed in the transaction that
+publishes it (index_published); a larger one is published unindexed (the mark set behind it:
+mark_behind) and caught up by the process's indexer thread, so that a 100k-entry import is
+readable as soon as its rows are (its index costs as much again). Meanwhile
 the session says "indexing…" and a search names the sessions it could not fully see
 (search.Result.indexing). A stopped indexer's backlog is resumed by the janitor. Deletes remove a
 session's documents with its entries (services._delete_whole).
@@ -40,6 +41,19 @@ _ONE = "(" + ", ".join(["%s"] * len(_COLS)) + ")"
 @cache
 def _insert(rows: int) -> str:
     return f"INSERT INTO sessions_app_searchdoc ({', '.join(_COLS)}) VALUES {', '.join([_ONE] * rows)}"
+
+
+def index_published(session: Session, *, upto: int) -> int | None:
+    """In the transaction that publishes an import's entries past seq `upto` (the session's row
+    locked): up to PIWEB_SEARCH_INDEX_INLINE_ENTRIES of them are indexed there, searchable as they
+    become visible; more are left to catch_up_soon (mark_behind). Returns the session's mark."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexed_seq, last_seq FROM sessions_app_session WHERE id = %s", [session.pk])
+        found = cursor.fetchone()
+    if found is not None and found[0] is None and found[1] - upto <= settings.PIWEB_SEARCH_INDEX_INLINE_ENTRIES:
+        _index_range(session.pk, upto, None)
+        return None
+    return mark_behind(session, upto=upto)
 
 
 def mark_behind(session: Session, *, upto: int) -> int | None:
@@ -104,14 +118,17 @@ def catch_up(session_pk: int) -> int:
 
 
 def _index_range(session_pk: int, after: int, upto: int | None) -> tuple[int, int]:
-    """Index the entries with after < seq <= upto (None: to the last); (documents, bytes per line)."""
+    """Index the entries with after < seq <= upto (None: to the last); (documents, bytes per line).
+    Read a batch at a time, each sized by the lines' length so far: memory stays bounded on a file
+    of huge lines."""
     written = lines = size = 0
+    limit = 50
     while True:
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT seq, ts_ms, raw FROM sessions_app_entry WHERE session_id = %s AND seq > %s AND seq <= %s "
                 "ORDER BY seq LIMIT %s",
-                [session_pk, after, upto if upto is not None else 2**62, BATCH],
+                [session_pk, after, upto if upto is not None else 2**62, limit],
             )
             found = cursor.fetchall()
         if not found:
@@ -120,6 +137,7 @@ def _index_range(session_pk: int, after: int, upto: int | None) -> tuple[int, in
         size += sum(len(r[2]) for r in found)
         written += _write(session_pk, found)
         after = found[-1][0]
+        limit = max(10, min(BATCH, BATCH_BYTES // max(1, size // lines)))
 
 
 def _write(session_pk: int, found: list[tuple[Any, ...]]) -> int:

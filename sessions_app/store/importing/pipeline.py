@@ -480,7 +480,7 @@ def _publish(
                     cursor.execute(_COPY, [session.pk, stage.rows_pk])
             session.save(update_fields=_IMPORT_FIELDS)
         if added:
-            session.indexed_seq = search_index.mark_behind(session, upto=session.last_seq - added)
+            session.indexed_seq = search_index.index_published(session, upto=session.last_seq - added)
         _finish(session, owner=owner, size=stored.size, source_path=source_path, created=stage.created, added=added,
                 via="sync" if origin is not None else "import")  # fmt: skip
 
