@@ -7,12 +7,14 @@ reason (tests/needs.py); .ci/run makes that a failure."""
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection
 
 from sessions_app.models import Session
 from sessions_app.store import services
@@ -117,5 +119,24 @@ def _sessions_deleted_after(db):
     """Transactional tests end with a flush (a plain DELETE on SQLite) that the append-only
     trigger refuses; delete sessions through the service instead."""
     yield
+    _server_idle()
     for leftover in Session.objects.all():
         services.session_delete(session=leftover)
+
+
+def _server_idle(timeout: float = 10.0) -> None:
+    """PostgreSQL: wait until the server's connections have no statement or transaction open. A
+    request still running when the pages closed (a socket's disconnect, the last htmx swap) holds
+    table locks in its own order; the flush's TRUNCATE takes them in another, and the two deadlock."""
+    if connection.vendor != "postgresql":
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid() AND state IS NOT NULL AND state <> 'idle'"
+            )
+            if cursor.fetchone()[0] == 0:
+                return
+        time.sleep(0.05)
