@@ -8,12 +8,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sessions_app.core import compaction, jsjson
+from sessions_app.core import compaction
 from sessions_app.core import context as ctx
 from sessions_app.core.tree import row_text
 from sessions_app.llm.base import ModelInfo
 from sessions_app.llm.registry import Registry
-from sessions_app.models import Entry, Session
+from sessions_app.models import Session
 from sessions_app.store import selectors
 
 
@@ -42,25 +42,20 @@ class Inspection:
 
 def context_inspect(*, session: Session, entry_id: str, registry: Registry) -> Inspection:
     """The context at entry_id (EntryNotFound if the session has no such entry)."""
-    leaf = selectors.entry_get(session=session, entry_id=entry_id)
-    stop = None
-    if leaf.ctx_compaction_id is not None:
-        last = Entry.objects.only("kept_from_id", "entry_id").get(session=session, entry_id=leaf.ctx_compaction_id)
-        stop = last.kept_from_id or last.entry_id
+    thinking, model, stop = selectors.context_start(session=session, entry_id=entry_id)
     path = selectors.path_nodes(session=session, leaf_id=entry_id, stop_id=stop)
     pairs = ctx.context_nodes(path)
     items = []
     for node, message in pairs:
         assert isinstance(message, dict)  # built from decoded lines: never stored JSON here
         items.append(ContextItem(node.id, node.type, message, compaction.estimate_tokens(message), row_text(node.data)))
-    model = jsjson.loads(leaf.ctx_model) if leaf.ctx_model else None
     keep = compaction.DEFAULT_SETTINGS.keep_recent_tokens
     cut_at, split, no_cut = _cut(path, [node.id for node, _ in pairs], keep)
     return Inspection(
         leaf_id=entry_id,
         items=items,
         tokens=sum(item.tokens for item in items),
-        thinking_level=jsjson.loads(leaf.ctx_thinking),
+        thinking_level=thinking,
         model=model,
         model_info=_model_info(registry, model),
         cut_at=cut_at,

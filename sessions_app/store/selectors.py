@@ -225,22 +225,27 @@ WHERE l.session_id = %s AND l.entry_id = %s
 """
 
 
+def context_start(*, session: Session, entry_id: str) -> tuple[Any, dict[str, Any] | None, str | None]:
+    """At entry_id: (its thinking level, its model or None, the entry its context starts from:
+    the last compaction's first kept entry, else the compaction; None: the root). EntryNotFound if
+    the session has no such entry."""
+    with connection.cursor() as cursor:
+        cursor.execute(_CONTEXT_START, [session.pk, entry_id])
+        found = cursor.fetchone()
+    if found is None:
+        raise _not_found(entry_id)
+    thinking, model, stop = found
+    return jsjson.loads(thinking), jsjson.loads(model) if model else None, stop
+
+
 def _session_context(*, session: Session, leaf_id: str | None, stored: bool) -> dict[str, Any]:
     target = session.leaf_id if leaf_id is None else leaf_id
     if target is None:
         return {"leafId": None, "messages": [], "thinkingLevel": "off", "model": None}
-    with connection.cursor() as cursor:
-        cursor.execute(_CONTEXT_START, [session.pk, target])
-        found = cursor.fetchone()
-    if found is None:
-        raise _not_found(target)
-    thinking, model, stop = found
+    thinking, model, stop = context_start(session=session, entry_id=target)
     walk = _context_path if stored else path_nodes
     path = walk(session=session, leaf_id=target, stop_id=stop)
-    built = ctx.context_from_path(
-        path, thinking_level=jsjson.loads(thinking), model=jsjson.loads(model) if model else None
-    )
-    return {"leafId": target, **built}
+    return {"leafId": target, **ctx.context_from_path(path, thinking_level=thinking, model=model)}
 
 
 def children(*, session: Session, entry_id: str | None) -> QuerySet[Entry]:
