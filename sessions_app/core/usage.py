@@ -25,8 +25,12 @@ def cost_and_tokens(message: object) -> tuple[float, Number] | None:
     usage = message.get("usage")
     if type(usage) is not dict:
         return 0.0, 0
+    return _cost(usage), calculate_context_tokens(usage)
+
+
+def _cost(usage: dict[str, Any]) -> float:
     cost = usage.get("cost")
-    return (float(number(cost.get("total"))) if type(cost) is dict else 0.0), calculate_context_tokens(usage)
+    return float(number(cost.get("total"))) if type(cost) is dict else 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,20 +69,20 @@ NONE = Usage()
 
 def message_usage(message: object) -> Usage | None:
     """An assistant message's usage (zero where it records none); None for any other message.
-    (Parsed JSON holds dicts: checked as such, the Mapping ABC's check costs more per message.)"""
-    if not isinstance(message, dict) or message.get("role") != "assistant":
+    (Parsed JSON holds dicts: checked as such, the Mapping ABC's check costs more per message.)
+    cost_and_tokens reads the same two figures without building a Usage."""
+    if type(message) is not dict or message.get("role") != "assistant":
         return None
     usage = message.get("usage")
-    if not isinstance(usage, dict):
+    if type(usage) is not dict:
         return NONE
-    cost = usage.get("cost")
     return Usage(
         input=number(usage.get("input")),
         output=number(usage.get("output")),
         cache_read=number(usage.get("cacheRead")),
         cache_write=number(usage.get("cacheWrite")),
         total_tokens=calculate_context_tokens(usage),
-        cost=float(number(cost.get("total"))) if isinstance(cost, dict) else 0.0,
+        cost=_cost(usage),
     )
 
 
