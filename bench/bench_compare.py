@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -31,6 +30,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+import benchdjango  # noqa: E402  (bench/, beside this script)
 
 START_MS = 1_765_000_000_000
 
@@ -141,24 +142,12 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=9)
     parser.add_argument("--pi", action="store_true", help="also time pi's nearest operation (pi_compare.mjs)")
     args = parser.parse_args()
-    if not os.environ.get("PIWEB_DATABASE_URL"):
-        os.environ["PIWEB_SQLITE_PATH"] = args.db
-        for suffix in ("", "-wal", "-shm"):
-            Path(args.db + suffix).unlink(missing_ok=True)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "piweb.settings")
-    import django
-
-    django.setup()
-    from django.conf import settings
+    benchdjango.setup(args.db)
     from django.contrib.auth.models import User
-    from django.core.management import call_command
     from django.test import Client
 
     from sessions_app.store.importing import pipeline
 
-    settings.ALLOWED_HOSTS = ["*"]
-    settings.DEBUG = False
-    call_command("migrate", verbosity=0)
     user, _ = User.objects.get_or_create(username="bench-compare")
     lines, fork, leaf_a, leaf_b = session_lines(args.prefix, args.branch)
     data = ("\n".join(lines) + "\n").encode()

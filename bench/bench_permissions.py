@@ -14,12 +14,13 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+import benchdjango  # noqa: E402  (bench/, beside this script)
 
 
 def stats(samples: list[float]) -> tuple[float, float]:
@@ -47,18 +48,8 @@ def main() -> None:
     parser.add_argument("--db", default="/tmp/piweb-bench-perm.sqlite3")
     parser.add_argument("-n", type=int, default=2000)
     args = parser.parse_args()
-    if not os.environ.get("PIWEB_DATABASE_URL"):
-        os.environ["PIWEB_SQLITE_PATH"] = args.db
-        for suffix in ("", "-wal", "-shm"):
-            Path(args.db + suffix).unlink(missing_ok=True)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "piweb.settings")
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
-    from django.conf import settings
+    benchdjango.setup(args.db)
     from django.contrib.auth.models import User
-    from django.core.management import call_command
     from django.test import Client
 
     from sessions_app.access import permissions
@@ -66,9 +57,6 @@ def main() -> None:
     from sessions_app.models import Membership, Session, Team
     from sessions_app.store import services
 
-    settings.ALLOWED_HOSTS = ["*"]
-    settings.DEBUG = False
-    call_command("migrate", verbosity=0)
     if os.environ.get("PIWEB_DATABASE_URL"):
         Session.objects.filter(public_id__startswith="bench-perm").update(deleting=True)
         Session.objects.filter(public_id__startswith="bench-perm").delete()

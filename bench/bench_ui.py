@@ -20,7 +20,6 @@ figures measure the load.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import statistics
 import sys
@@ -32,6 +31,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import benchdjango  # noqa: E402  (bench/, beside this script)
+
 from tests.generate import generate  # noqa: E402  (the repository's root on sys.path first)
 from tests.paths import LARGE_SESSION  # noqa: E402
 
@@ -41,18 +42,8 @@ def main() -> None:
     parser.add_argument("--db", default="/tmp/piweb-bench-ui.sqlite3")
     parser.add_argument("--keep", action="store_true", help="reuse the database if it exists")
     args = parser.parse_args()
-    if not os.environ.get("PIWEB_DATABASE_URL"):
-        os.environ["PIWEB_SQLITE_PATH"] = args.db
-        if not args.keep:
-            for suffix in ("", "-wal", "-shm"):
-                Path(args.db + suffix).unlink(missing_ok=True)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "piweb.settings")
-    import django
-
-    django.setup()
-    from django.conf import settings
+    benchdjango.setup(args.db, keep=args.keep)
     from django.contrib.auth.models import User
-    from django.core.management import call_command
     from django.db import connection
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
@@ -61,9 +52,6 @@ def main() -> None:
     from sessions_app.store import services, shares
     from sessions_app.store.importing import pipeline
 
-    settings.ALLOWED_HOSTS = ["*"]
-    settings.DEBUG = False
-    call_command("migrate", verbosity=0)
     user, _ = User.objects.get_or_create(username="bench-ui")
     generated = Path(args.db).with_suffix(".100k.jsonl")
     if not generated.exists():
