@@ -70,20 +70,26 @@ def entry_node(entry: Entry) -> Node:
     return Node(id=entry.entry_id, parent_id=entry.parent_id, type=entry.type, data=jsjson.loads(entry.raw))
 
 
-# The lines travel up the walk with it: no second lookup per entry and no sort in SQL.
-_WALK = """
-WITH RECURSIVE up(entry_id, parent_id, type, raw, n) AS (
-    SELECT entry_id, parent_id, type, raw, 0 FROM sessions_app_entry WHERE session_id = %s AND entry_id = %s
+def _walk_sql(carried: str, out: str) -> str:
+    """The walk from an entry up to the root (or to a stop entry, params: session, entry, session,
+    stop or ""): entry_id, parent_id, type, `out` (of the `carried` columns) and the steps up, n.
+    The columns travel up with it: no second lookup per entry and no sort in SQL."""
+    e_carried = ", ".join(f"e.{c.strip()}" for c in carried.split(","))
+    return f"""
+WITH RECURSIVE up(entry_id, parent_id, type, {carried}, n) AS (
+    SELECT entry_id, parent_id, type, {carried}, 0 FROM sessions_app_entry WHERE session_id = %s AND entry_id = %s
     UNION ALL
-    SELECT e.entry_id, e.parent_id, e.type, e.raw, up.n + 1 FROM sessions_app_entry e JOIN up
+    SELECT e.entry_id, e.parent_id, e.type, {e_carried}, up.n + 1 FROM sessions_app_entry e JOIN up
         ON e.session_id = %s AND e.entry_id = up.parent_id
     WHERE up.entry_id <> %s
 )
-SELECT entry_id, parent_id, type, {raw}, n FROM up
+SELECT entry_id, parent_id, type, {out}, n FROM up
 """
+
+
 # SQLite hands the lines over as the UTF-8 bytes it stores: orjson parses those directly, where a
 # str would be decoded and then encoded again (~25% of a 1,000-message context).
-_WALKS = {"sqlite": _WALK.format(raw="CAST(raw AS BLOB)"), "postgresql": _WALK.format(raw="raw")}
+_WALKS = {"sqlite": _walk_sql("raw", "CAST(raw AS BLOB)"), "postgresql": _walk_sql("raw", "raw")}
 # The context's walk: a message entry brings only its message's JSON, cut out of the line by the
 # database's JSON functions (one parse, in C), so that it reaches the response undecoded. Both give
 # the value's JSON text: PostgreSQL's json (not jsonb) as written, SQLite's with strings and numbers
@@ -92,7 +98,7 @@ _MESSAGE_OR_LINE = {
     "sqlite": "CAST(CASE WHEN type = 'message' THEN raw -> '$.message' ELSE raw END AS BLOB)",
     "postgresql": "CASE WHEN type = 'message' THEN (raw::json -> 'message')::text ELSE raw END",
 }
-_CONTEXT_WALKS = {vendor: _WALK.format(raw=column) for vendor, column in _MESSAGE_OR_LINE.items()}
+_CONTEXT_WALKS = {vendor: _walk_sql("raw", column) for vendor, column in _MESSAGE_OR_LINE.items()}
 
 
 def _walk(sql: str, session: Session, leaf_id: str, stop_id: str | None) -> list[tuple[Any, ...]]:
@@ -110,23 +116,14 @@ def path_nodes(*, session: Session, leaf_id: str, stop_id: str | None = None) ->
 
 
 # path_heads' walk: the tree's node columns instead of the line.
-_HEADS = """
-WITH RECURSIVE up(entry_id, parent_id, type, role, timestamp, n) AS (
-    SELECT entry_id, parent_id, type, role, timestamp, 0 FROM sessions_app_entry
-        WHERE session_id = %s AND entry_id = %s
-    UNION ALL
-    SELECT e.entry_id, e.parent_id, e.type, e.role, e.timestamp, up.n + 1 FROM sessions_app_entry e JOIN up
-        ON e.session_id = %s AND e.entry_id = up.parent_id
-)
-SELECT entry_id, parent_id, type, role, timestamp, n FROM up
-"""
+_HEADS = _walk_sql("role, timestamp", "role, timestamp")
 
 
 def path_heads(*, session: Session, leaf_id: str) -> list[Node]:
     """path_nodes without the lines: each Node's data holds only the stored "role" and "timestamp"
     (what GET /tree's node shows), where the path's shape is all that is wanted."""
     with connection.cursor() as cursor:
-        cursor.execute(_HEADS, [session.pk, leaf_id, session.pk])
+        cursor.execute(_HEADS, [session.pk, leaf_id, session.pk, ""])
         rows = cursor.fetchall()
     rows.sort(key=lambda r: -r[5])
     return [Node(id=r[0], parent_id=r[1], type=r[2], data={"role": r[3], "timestamp": r[4]}) for r in rows]
