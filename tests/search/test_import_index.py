@@ -63,7 +63,7 @@ def test_an_import_indexes_its_entries_as_a_reindex_would(alice, builder):
     assert search.search(user=alice, q="betalabel").hits == []
 
 
-def test_a_catch_up_reads_the_entries_in_batches_bounded_by_their_size(alice, monkeypatch):
+def test_indexing_reads_the_entries_in_batches_bounded_by_their_size(alice, monkeypatch):
     """Memory stays bounded on a file of huge lines: a batch is sized by the lines read so far."""
     monkeypatch.setattr(search_index, "BATCH_BYTES", 5_000)
     sizes: list[int] = []
