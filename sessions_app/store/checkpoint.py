@@ -15,6 +15,10 @@ PIWEB_WAL_CHECKPOINT_MS, if the WAL changed, a PASSIVE checkpoint on a connectio
 The connections' automatic checkpoint stays on as a backstop at SAFETY_NET_PAGES: under a steady
 stream of writes a PASSIVE checkpoint never finds the WAL idle, so the WAL only starts over when
 that one runs (1,000 back-to-back appends: 4 such stalls of 11-44 ms instead of 16 of 15-20 ms).
+While a big write is under way (deferred()), the watchers of every process leave its WAL alone
+(a shared flock on "<database>.deferred"): an import commits a batch at a time, and a checkpoint
+after each would copy the same index pages into the database again and again, on the cores the
+import needs (bench/bench_import_ab.py: PIWEB_WAL_CHECKPOINT_MS=0 against the default).
 
 The page cache: a 100k-entry import inserts into its indexes in random key order (entry ids), ~6 MB
 of index pages. SQLite's default 2 MB cache cannot hold them while the table's pages stream
@@ -26,7 +30,9 @@ afterwards.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -65,7 +71,8 @@ def deferred(size: int) -> Iterator[None]:
         cursor.execute(f"PRAGMA cache_size={-cache_kib(size)}")  # negative: KiB, not pages
     committed = False
     try:
-        yield
+        with _watchers_held_off(str(Path(connection.settings_dict["NAME"]).resolve())):
+            yield
         committed = True
     finally:
         with connection.cursor() as cursor:
@@ -74,6 +81,30 @@ def deferred(size: int) -> Iterator[None]:
         if committed:
             path = str(connection.settings_dict["NAME"])
             threading.Thread(target=checkpoint, args=(path,), name=THREAD_NAME).start()
+
+
+def _deferred_fd(path: str) -> int:
+    return os.open(f"{path}.deferred", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+
+
+@contextlib.contextmanager
+def _watchers_held_off(path: str) -> Iterator[None]:
+    """No watcher, in any process, checkpoints the database at path meanwhile."""
+    fd = _deferred_fd(path)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)  # (and with it the lock)
+
+
+def _big_write_under_way(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    return False
 
 
 CACHE_KIB = (16 * 1024, 64 * 1024)  # the page cache for a big write: at least, at most
@@ -125,6 +156,7 @@ def watch(path: str, interval: float) -> None:
 def _watch(path: str, interval: float) -> None:
     seen: tuple[int, int] | None = None
     database, wal = Path(path), Path(path + "-wal")
+    deferring: int | None = None
     while True:
         time.sleep(interval)
         try:
@@ -133,6 +165,11 @@ def _watch(path: str, interval: float) -> None:
             continue
         if not database.exists():  # removed (a test database at teardown): not worth a warning
             continue
+        if deferring is None:
+            with contextlib.suppress(OSError):
+                deferring = _deferred_fd(path)
+        if deferring is not None and _big_write_under_way(deferring):
+            continue  # its own checkpoint follows it
         if (stat.st_mtime_ns, stat.st_size) != seen:
             checkpoint(path)
             seen = (stat.st_mtime_ns, stat.st_size)

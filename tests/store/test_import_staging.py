@@ -1,6 +1,6 @@
-"""An import stages its rows in short transactions, invisible until it publishes (pipeline.py):
-other writers never wait behind it, readers see it all or nothing, and what a failed or stopped
-import leaves is deleted whole."""
+"""An import stages its rows in transactions that commit when another writer waits, invisible
+until it publishes (pipeline.py): other writers never wait behind it, readers see it all or
+nothing, and what a failed or stopped import leaves is deleted whole."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from django.test import Client
 from sessions_app.access import permissions
 from sessions_app.errors import ImportRejected, SessionNotFound
 from sessions_app.models import Entry, Session
-from sessions_app.store import integrity, selectors, services
+from sessions_app.store import integrity, selectors, services, writelock
 from sessions_app.store.importing import pipeline
 from tests.store.helpers import assert_tree, export_bytes
 
@@ -58,34 +58,57 @@ def midway(check: Callable[[], None]) -> tuple[Callable[[int], None], list[bool]
     return progress, done
 
 
+def _until(condition: Callable[[], bool], timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_new_session_is_invisible_until_published_and_writers_do_not_wait(alice, bob, generated):
+    """Another user's append comes while the import holds what it wrote in a transaction: on
+    SQLite it waits for the write lock, and the import commits and makes way at its next message.
+    Meanwhile no reader sees the staging session."""
     other = services.session_create(owner=bob, name="bob's")
     data = generated(3000, seed=31)
     seen: dict[str, Any] = {}
+    appended = threading.Event()
 
-    def check() -> None:
-        def look() -> dict[str, Any]:
+    def look() -> None:
+        try:
             staged = Session.objects.get(staging=True)
             started = time.monotonic()
             services.entry_append(session=other, payload={"type": "custom", "customType": "tick"}, author=bob)
-            found: dict[str, Any] = {"append_s": time.monotonic() - started}
-            found["rows"] = Entry.objects.filter(session=staged).count()  # committed batches
-            found["listed"] = list(selectors.session_list_for_user(user=alice))
+            seen["append_s"] = time.monotonic() - started
+            appended.set()
+            seen["rows"] = Entry.objects.filter(session=staged).count()  # committed batches
+            seen["listed"] = list(selectors.session_list_for_user(user=alice))
             try:
                 permissions.session_get_for_user(user=alice, public_id=staged.public_id)
             except SessionNotFound:
-                found["get"] = "not found"
-            found["verified"] = [r.public_id for r in integrity.sessions_verify()]
-            found["public_id"] = staged.public_id
-            return found
+                seen["get"] = "not found"
+            seen["verified"] = [r.public_id for r in integrity.sessions_verify()]
+            seen["public_id"] = staged.public_id
+        finally:
+            connections.close_all()
 
-        seen.update(_in_thread(look))
+    looker = threading.Thread(target=look)
+    joined: list[bool] = []
 
-    progress, done = midway(check)
+    def progress(read: int) -> None:
+        if not looker.is_alive() and not appended.is_set() and Entry.objects.exists():  # (this connection's rows)
+            looker.start()
+            if connection.vendor == "sqlite":
+                _until(lambda: writelock.waiting(connection))  # the append waits for the import's lock
+        elif appended.is_set() and not joined:  # (the rest of look() only reads)
+            looker.join(10)
+            joined.append(not looker.is_alive())
+
     result = pipeline.session_import(owner=alice, data=data, builder="process", progress=progress)
-    assert done
-    assert seen["rows"] > 0  # batches were committed while the import went on...
+    assert joined == [True]
+    if connection.vendor == "sqlite":
+        assert seen["rows"] > 0  # the import committed what it held when the writer came...
     assert seen["listed"] == [] and seen["get"] == "not found"  # ...and no reader saw the session
     assert seen["public_id"] not in seen["verified"]
     assert seen["append_s"] < 1.0  # another user's append did not wait for the import
@@ -96,7 +119,7 @@ def test_a_new_session_is_invisible_until_published_and_writers_do_not_wait(alic
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_reimport_stays_invisible_until_its_rows_are_copied_in(alice, generated):
+def test_a_reimport_stays_invisible_until_its_rows_are_copied_in(alice, generated, monkeypatch):
     data = generated(3000, seed=32)
     lines = _lines(data)
     first = b"\n".join(lines[:1000]) + b"\n"
@@ -116,6 +139,7 @@ def test_a_reimport_stays_invisible_until_its_rows_are_copied_in(alice, generate
         seen.update(_in_thread(look))
 
     progress, done = midway(check)
+    monkeypatch.setattr(pipeline, "COMMIT_ROWS", 100)  # the first rows are committed when check() runs
     result = pipeline.session_import(owner=alice, data=data, progress=progress)
     assert done
     assert seen["staged"] > 0  # the new rows were being written, elsewhere...
@@ -149,7 +173,7 @@ def test_a_failed_import_is_deleted_whole(alice, generated):
 @pytest.mark.django_db
 def test_a_stopped_import_leaves_only_a_staging_session_that_the_janitor_deletes(alice, generated, monkeypatch):
     data = generated(500, seed=34)
-
+    monkeypatch.setattr(pipeline, "COMMIT_ROWS", 100)  # rows were committed before the kill
     with monkeypatch.context() as patched:  # a kill: nothing after it runs
         patched.setattr(pipeline, "_discard", lambda stage, published=False: None)
         with pytest.raises(KeyboardInterrupt):
@@ -167,6 +191,7 @@ def test_a_stopped_import_leaves_only_a_staging_session_that_the_janitor_deletes
 @pytest.mark.django_db
 def test_the_next_import_of_a_stopped_file_replaces_its_staging_session(alice, generated, monkeypatch, settings):
     data = generated(300, seed=35)
+    monkeypatch.setattr(pipeline, "COMMIT_ROWS", 100)  # rows were committed before the kill
     with monkeypatch.context() as patched:
         patched.setattr(pipeline, "_discard", lambda stage, published=False: None)
         with pytest.raises(KeyboardInterrupt):

@@ -9,9 +9,10 @@
 4. build the rows (worker.build: read and check each line, place each entry, make its row, and
    for a new session its search index rows), in a forked child for a large new file
    (worker_client), in this process otherwise;
-5. write them as they come, a batch at a time, each batch in a short transaction of its own:
-   each row's chain hash and the session's running digest (rows.hash_rows), then multi-row
-   INSERTs (rows.insert_rows) into the staging session, the garbage collector held off;
+5. write them as they come, a batch at a time: each row's chain hash and the session's running
+   digest (rows.hash_rows), then multi-row INSERTs (rows.insert_rows) into the staging session,
+   the garbage collector held off; a transaction holds up to COMMIT_ROWS rows, and commits at
+   once when another writer waits;
 6. publish (one short transaction), or discard: a file with problems is refused whole, unless
    partial; the staging session is then deleted whole (services.staging_discard, the one delete
    path; never its rows one by one). Otherwise a new session's row gets its fields and stops being
@@ -19,7 +20,7 @@
    fields, and the sibling is deleted whole. Then the audit record and the events.
 
 Other writers never wait behind an import: it holds the database's write lock (SQLite) or the
-session's row lock (PostgreSQL) one batch at a time, never for the whole file. Readers see an
+session's row lock (PostgreSQL) one transaction at a time, never for the whole file. Readers see an
 import all or nothing: a new session appears when it is published; a re-import's rows are not
 the stored session's until the copy commits. (Not a watermark on the stored session, with rows
 above it hidden: a failed import would leave those rows in a session that lives on, where they
@@ -40,6 +41,7 @@ code, and a child that fails hands the file back to this process (its stage is d
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -579,15 +581,20 @@ def _write(
     tree: DbTree,
     progress: Callable[[int], None] | None,
 ) -> tuple[worker.Summary, str] | _WorkerFailed:
-    """Step 5: write the rows as they come, each batch in a transaction of its own (which also
-    touches the staging session: it is alive); the summary and the digest after them."""
+    """Step 5: write the rows as they come; the summary and the digest after them.
+
+    A transaction stays open across batches until it holds COMMIT_ROWS rows, or another writer
+    waits for SQLite's write lock (checked after every message), or the rows end. Each commit
+    also touches the staging session (it is alive). Not one transaction per batch: every commit
+    writes again the index pages its random entry ids touched (bench/bench_import_ab.py)."""
     key = chain_key()
     digest = stage.session.entries_digest or ""
     lines = source.view()
     reported = 0
     raw_at = rows.COLUMNS.index("raw")
     vendor = connection.vendor
-    with gcpause.paused():
+    held = 0  # rows written in the open transaction
+    with gcpause.paused(), contextlib.ExitStack() as open_transaction:
         for kind, payload in messages:
             if kind == "rows":
                 pk = stage.rows_pk if stage.rows_pk is not None else _sibling(stage)
@@ -599,27 +606,40 @@ def _write(
                         row[raw_at] = lines[raw[0] : raw[1]]
                         size += raw[1] - raw[0]
                 digest = rows.hash_rows(key, payload, tree.chains, digest)
-                for at in range(0, len(payload), WRITE_ROWS):
-                    with transaction.atomic(), connection.cursor() as cursor:
-                        rows.insert_rows(cursor, payload[at : at + WRITE_ROWS], vendor=vendor, raw_bytes=True)
-                        cursor.execute(
-                            "UPDATE sessions_app_session SET updated_at = %s WHERE id = %s",
-                            [connection.ops.adapt_datetimefield_value(timezone.now()), pk],
-                        )
-                    writelock.make_way(connection)
+                if not held:
+                    open_transaction.enter_context(transaction.atomic())
+                with connection.cursor() as cursor:
+                    rows.insert_rows(cursor, payload, vendor=vendor, raw_bytes=True)
+                held += len(payload)
                 source.read(size)
             elif kind == "progress":
                 reported += payload
                 if progress is not None:
                     progress(payload)
             elif kind == "done":
+                if held:
+                    _commit(open_transaction, pk=stage.rows_pk)
                 return payload, digest
             else:
                 return _WorkerFailed(str(payload), reported)
+            if held and (held >= COMMIT_ROWS or writelock.waiting(connection)):
+                held = _commit(open_transaction, pk=stage.rows_pk)
     return _WorkerFailed("the rows ended without a summary", reported)
 
 
-WRITE_ROWS = 1000  # rows per transaction
+COMMIT_ROWS = 10_000  # rows per transaction at most
+
+
+def _commit(open_transaction: contextlib.ExitStack, *, pk: int | None) -> int:
+    """Touch the staging session and commit; let a waiting writer in. Returns the rows now held: 0."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE sessions_app_session SET updated_at = %s WHERE id = %s",
+            [connection.ops.adapt_datetimefield_value(timezone.now()), pk],
+        )
+    open_transaction.close()
+    writelock.make_way(connection)
+    return 0
 
 
 def _finish(session: Session, *, owner: User, size: int, source_path: str, created: bool, added: int, via: str) -> None:
