@@ -52,27 +52,24 @@ def storable(text: str) -> str:
 
 def update_listing(listed: Listed, data: Mapping[str, Any]) -> None:
     kind = data["type"]
-    if kind == "session_info":
-        # pi lists the latest session_info's name: an empty or missing one clears it.
-        name = data.get("name")
-        listed.name = storable(js_trim(name)) if isinstance(name, str) else ""
-    elif kind == "message":
+    if kind == "message":  # (most entries: this runs for every entry of an import)
         message = data["message"]
         listed.message_count += 1
         role = message.get("role")
-        if role in ("user", "assistant"):
-            ts = message.get("timestamp")
-            ms = (
-                ts
-                if isinstance(ts, int | float) and not isinstance(ts, bool)
-                else parse_timestamp_ms(data["timestamp"])
-            )
-            if ms and ms > listed.modified_ms:
-                listed.modified_ms = int(ms)
+        if role != "user" and role != "assistant":
+            return
+        ts = message.get("timestamp")
+        ms = ts if type(ts) is int or type(ts) is float else parse_timestamp_ms(data["timestamp"])
+        if ms and ms > listed.modified_ms:
+            listed.modified_ms = int(ms)
         if role == "assistant":
             paid = cost_and_tokens(message)
             if paid is not None:
                 listed.cost += paid[0]
                 listed.total_tokens = min(listed.total_tokens + int(paid[1]), MAX_TOTAL)
-        if role == "user" and not listed.first_message:
+        elif not listed.first_message:
             listed.first_message = storable(content_text(message.get("content"), " "))
+    elif kind == "session_info":
+        # pi lists the latest session_info's name: an empty or missing one clears it.
+        name = data.get("name")
+        listed.name = storable(js_trim(name)) if isinstance(name, str) else ""

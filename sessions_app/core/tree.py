@@ -171,6 +171,12 @@ def content_text(content: object, joiner: str, *, limit: int | None = None) -> s
         return content if limit is None else content[:limit]
     if not isinstance(content, list):
         return ""
+    if len(content) == 1:  # (most messages: one text block)
+        block = content[0]
+        if type(block) is dict and block.get("type") == "text":
+            text = block.get("text")
+            if type(text) is str:
+                return text if limit is None else text[:limit]
     parts: list[str] = []
     room = limit
     for block in content:

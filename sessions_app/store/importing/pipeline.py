@@ -11,8 +11,8 @@
    (worker_client), in this process otherwise;
 5. write them as they come, a batch at a time: each row's chain hash and the session's running
    digest (rows.hash_rows), then multi-row INSERTs (rows.insert_rows) into the staging session,
-   the garbage collector held off; a transaction holds up to COMMIT_ROWS rows, and commits at
-   once when another writer waits;
+   the garbage collector held off; a transaction stays open across batches, and commits at once
+   when another writer waits (or after COMMIT_AFTER_S);
 6. publish (one short transaction), or discard: a file with problems is refused whole, unless
    partial; the staging session is then deleted whole (services.staging_discard, the one delete
    path; never its rows one by one). Otherwise a new session's row gets its fields and stops being
@@ -583,9 +583,9 @@ def _write(
 ) -> tuple[worker.Summary, str] | _WorkerFailed:
     """Step 5: write the rows as they come; the summary and the digest after them.
 
-    A transaction stays open across batches until it holds COMMIT_ROWS rows, or another writer
-    waits for SQLite's write lock (checked after every message), or the rows end. Each commit
-    also touches the staging session (it is alive). Not one transaction per batch: every commit
+    A transaction stays open across batches until another writer waits for SQLite's write lock
+    (checked after every message), or it has been open COMMIT_AFTER_S, or the rows end. Each commit
+    also touches the staging session: it is alive. Not one transaction per batch: every commit
     writes again the index pages its random entry ids touched (bench/bench_import_ab.py)."""
     key = chain_key()
     digest = stage.session.entries_digest or ""
@@ -593,7 +593,7 @@ def _write(
     reported = 0
     raw_at = rows.COLUMNS.index("raw")
     vendor = connection.vendor
-    held = 0  # rows written in the open transaction
+    opened: float | None = None  # when the open transaction began
     with gcpause.paused(), contextlib.ExitStack() as open_transaction:
         for kind, payload in messages:
             if kind == "rows":
@@ -606,32 +606,33 @@ def _write(
                         row[raw_at] = lines[raw[0] : raw[1]]
                         size += raw[1] - raw[0]
                 digest = rows.hash_rows(key, payload, tree.chains, digest)
-                if not held:
+                if opened is None:
                     open_transaction.enter_context(transaction.atomic())
+                    opened = time.monotonic()
                 with connection.cursor() as cursor:
                     rows.insert_rows(cursor, payload, vendor=vendor, raw_bytes=True)
-                held += len(payload)
                 source.read(size)
             elif kind == "progress":
                 reported += payload
                 if progress is not None:
                     progress(payload)
             elif kind == "done":
-                if held:
+                if opened is not None:
                     _commit(open_transaction, pk=stage.rows_pk)
                 return payload, digest
             else:
                 return _WorkerFailed(str(payload), reported)
-            if held and (held >= COMMIT_ROWS or writelock.waiting(connection)):
-                held = _commit(open_transaction, pk=stage.rows_pk)
+            if opened is not None and (time.monotonic() - opened >= COMMIT_AFTER_S or writelock.waiting(connection)):
+                _commit(open_transaction, pk=stage.rows_pk)
+                opened = None
     return _WorkerFailed("the rows ended without a summary", reported)
 
 
-COMMIT_ROWS = 10_000  # rows per transaction at most
+COMMIT_AFTER_S = 5.0  # the longest a transaction stays open while no other writer waits
 
 
-def _commit(open_transaction: contextlib.ExitStack, *, pk: int | None) -> int:
-    """Touch the staging session and commit; let a waiting writer in. Returns the rows now held: 0."""
+def _commit(open_transaction: contextlib.ExitStack, *, pk: int | None) -> None:
+    """Touch the staging session and commit; let a waiting writer in."""
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE sessions_app_session SET updated_at = %s WHERE id = %s",
@@ -639,7 +640,6 @@ def _commit(open_transaction: contextlib.ExitStack, *, pk: int | None) -> int:
         )
     open_transaction.close()
     writelock.make_way(connection)
-    return 0
 
 
 def _finish(session: Session, *, owner: User, size: int, source_path: str, created: bool, added: int, via: str) -> None:
