@@ -222,7 +222,7 @@ def _import(
             )  # fmt: skip
     use_worker = builder == "worker" or (builder == "auto" and stage.created and _worker_worthwhile(source))
     with checkpoint.deferred(source.size):
-        summary, digest, built_by, file_hash = _build_and_write(
+        summary, digest, built_by, (file_hash, file_lines) = _build_and_write(
             stage, source, start, owner=owner, use_worker=use_worker, run=run,
             all_lines=not stage.created and not grown, progress=progress,
         )  # fmt: skip
@@ -244,7 +244,7 @@ def _import(
             for name in ("name", "message_count", "first_message", "modified_ms", "cost", "total_tokens"):
                 setattr(session, name, getattr(summary.listing, name))
         if increment is None:
-            stored = _Stored(source.size, file_hash, source.count(b"\n", 0, source.size))
+            stored = _Stored(source.size, file_hash, file_lines)
         else:
             grew = source.size - start.end
             lines = (stage.session.source_lines or 0) + source.count(b"\n", start.end, source.size)
@@ -523,7 +523,7 @@ def _worker_worthwhile(source: Source) -> bool:
     return worker_client.AVAILABLE and threshold >= 0 and source.size >= threshold
 
 
-Outcome = tuple[worker.Summary, str, Literal["worker", "process"], str]
+Outcome = tuple[worker.Summary, str, Literal["worker", "process"], tuple[str, int]]
 
 
 def _build_and_write(
@@ -538,16 +538,21 @@ def _build_and_write(
     progress: Callable[[int], None] | None,
 ) -> Outcome:
     """Steps 4 and 5: (the summary, the session's digest after the new rows, who built them, the
-    file's SHA-256)."""
+    file's SHA-256 and line count)."""
     session = stage.session
     job = worker.Job(
         session_pk=stage.rows_pk or 0, author_id=owner.pk,
         created_at=connection.ops.adapt_datetimefield_value(timezone.now()), limits=import_limits(), header=start,
         first_seq=session.last_seq + 1,
     )  # fmt: skip
-    # The file's hash in a thread: hashlib lets go of the GIL, and it overlaps the rows' building.
+    # The file's hash and line count in a thread: hashlib lets go of the GIL, and both overlap the
+    # rows' building (not after them, on the import's critical path).
     hashed: list[Any] = []
-    hasher = threading.Thread(target=lambda: hashed.append(source.sha256()), name="piweb-import-sha256")
+
+    def whole_file() -> None:
+        hashed.append((source.sha256().hexdigest(), source.count(b"\n", 0, source.size)))
+
+    hasher = threading.Thread(target=whole_file, name="piweb-import-sha256")
     hasher.start()
     try:
         if use_worker:
@@ -558,20 +563,21 @@ def _build_and_write(
                 child.close()
             if isinstance(written, _WorkerFailed):
                 raise written
-            return (*written, "worker", _hexdigest(hasher, hashed))
+            return (*written, "worker", _whole_file(hasher, hashed))
         tree = DbTree(session, all_lines=all_lines, all_ids=not all_lines, empty=stage.created)
         messages = worker.build(source, job, stored=tree, listing=session)
         built = _write(stage, source, messages, tree, progress)
         assert isinstance(built, tuple)  # (this process's build raises rather than fail)
-        return (*built, "process", _hexdigest(hasher, hashed))
+        return (*built, "process", _whole_file(hasher, hashed))
     finally:
         if hasher.is_alive():
             hasher.join()
 
 
-def _hexdigest(hasher: threading.Thread, hashed: list[Any]) -> str:
+def _whole_file(hasher: threading.Thread, hashed: list[tuple[str, int]]) -> tuple[str, int]:
+    """The file's SHA-256 (hex) and newline count."""
     hasher.join()
-    return str(hashed[0].hexdigest())
+    return hashed[0]
 
 
 def _write(
