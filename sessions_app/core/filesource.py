@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 BLOCK = 8 * 1024 * 1024  # bytes of whole lines parsed at a time (a longer line: its own size)
+COUNT_PIECE = 1024 * 1024  # bytes copied out at a time to count a byte in them
 RELEASE_EVERY = 64 * 1024 * 1024  # bytes read between two releases of the mapped pages
 _CAN_RELEASE = hasattr(mmap, "MADV_DONTNEED")
 
@@ -79,11 +80,13 @@ class Source:
                 self.buffer.madvise(mmap.MADV_DONTNEED)
 
     def count(self, sub: bytes, start: int, end: int) -> int:
-        """sub's occurrences in [start:end] (mmap has no count()), a block at a time."""
+        """One byte's occurrences in [start:end] (mmap has no count()), copied out a piece at a
+        time: small pieces, as it runs beside the import's own block (pipeline.py)."""
+        assert len(sub) == 1  # (a longer one could straddle two pieces)
         total = 0
-        for at in range(start, end, BLOCK):
-            total += self.buffer[at : min(end, at + BLOCK)].count(sub)
-            self.read(min(end, at + BLOCK) - at)
+        for at in range(start, end, COUNT_PIECE):
+            total += self.buffer[at : min(end, at + COUNT_PIECE)].count(sub)
+            self.read(min(end, at + COUNT_PIECE) - at)
         return total
 
     def sha256(self, start: int = 0, end: int | None = None) -> Any:

@@ -3,7 +3,8 @@
 A writer that finds the lock taken polls for it (SQLite's busy handler: after its first ~0.3 s,
 every 100 ms), so a long import could keep another writer out for as long as it writes. So every
 BEGIN of a SQLite connection holds a shared flock on "<database>.writers" until it returns (most of
-that time it waits for the write lock), and the import, between two batches, asks for that flock
+that time it waits for the write lock), and so does a write outside a transaction (Django's
+autocommit), and the import, between two batches, asks for that flock
 exclusively without blocking: refused, some writer waits, and the import lets the lock go until
 that writer has it (store/importing/pipeline.py). SQLite's WAL mode works on one host only, so a
 file lock sees every writer there can be.
@@ -42,8 +43,19 @@ def waiting(connection: Any) -> bool:
     return False
 
 
+_WRITES = ("INSERT", "UPDATE", "DELETE", "REPLAC")
+
+
+def _takes_the_lock(sql: str, connection: Any) -> bool:
+    """A BEGIN (IMMEDIATE: the transaction's writes follow), or a write outside any transaction
+    (Django's autocommit: a save() or update() takes the lock on its own, with no BEGIN)."""
+    if sql.startswith("BEGIN"):
+        return True
+    return not connection.in_atomic_block and sql.lstrip()[:6].upper() in _WRITES
+
+
 def _announced(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-    if not sql.startswith("BEGIN"):
+    if not _takes_the_lock(sql, context["connection"]):
         return execute(sql, params, many, context)
     fd = _fd(context["connection"])
     if fd is None:

@@ -16,8 +16,13 @@ class Connection(SimpleNamespace):  # (a Django connection can be weakly referen
     __slots__ = ("__weakref__",)
 
 
-def sqlite_connection(path: Path) -> Any:
-    return Connection(vendor="sqlite", settings_dict={"NAME": str(path)}, is_in_memory_db=lambda: False)
+def sqlite_connection(path: Path, *, in_atomic_block: bool = False) -> Any:
+    return Connection(
+        vendor="sqlite",
+        settings_dict={"NAME": str(path)},
+        is_in_memory_db=lambda: False,
+        in_atomic_block=in_atomic_block,
+    )
 
 
 HOLD = """
@@ -46,7 +51,8 @@ def test_a_writer_in_a_begin_of_another_process_is_seen(tmp_path: Path) -> None:
 
 
 def test_a_begin_is_announced_while_it_runs_and_only_then(tmp_path: Path) -> None:
-    importer, writer = sqlite_connection(tmp_path / "db.sqlite3"), sqlite_connection(tmp_path / "db.sqlite3")
+    importer = sqlite_connection(tmp_path / "db.sqlite3")
+    writer = sqlite_connection(tmp_path / "db.sqlite3", in_atomic_block=True)
     seen: list[bool] = []
 
     def execute(sql: str, params: Any, many: bool, context: Any) -> None:
@@ -54,7 +60,21 @@ def test_a_begin_is_announced_while_it_runs_and_only_then(tmp_path: Path) -> Non
 
     writelock._announced(execute, "BEGIN IMMEDIATE", None, False, {"connection": writer})
     writelock._announced(execute, "INSERT INTO t VALUES (1)", None, False, {"connection": writer})
-    assert seen == [True, False]  # the BEGIN (waiting for the lock) is seen, other statements not
+    assert seen == [True, False]  # the BEGIN (waiting for the lock) is seen, its transaction's writes not
+    assert not writelock.waiting(importer)
+
+
+def test_a_write_outside_a_transaction_is_announced_reads_are_not(tmp_path: Path) -> None:
+    """Django's autocommit: a save() or update() outside atomic() takes the write lock with no BEGIN."""
+    importer, writer = sqlite_connection(tmp_path / "db.sqlite3"), sqlite_connection(tmp_path / "db.sqlite3")
+    seen: list[tuple[str, bool]] = []
+
+    def execute(sql: str, params: Any, many: bool, context: Any) -> None:
+        seen.append((sql.split()[0], writelock.waiting(importer)))
+
+    for sql in ('UPDATE "auth_user" SET x = 1', " insert into t values (1)", "DELETE FROM t", "SELECT 1"):
+        writelock._announced(execute, sql, None, False, {"connection": writer})
+    assert seen == [("UPDATE", True), ("insert", True), ("DELETE", True), ("SELECT", False)]
     assert not writelock.waiting(importer)
 
 
