@@ -98,15 +98,6 @@ def _watchers_held_off(path: str) -> Iterator[None]:
         os.close(fd)  # (and with it the lock)
 
 
-def _big_write_under_way(fd: int) -> bool:
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    fcntl.flock(fd, fcntl.LOCK_UN)
-    return False
-
-
 CACHE_KIB = (16 * 1024, 64 * 1024)  # the page cache for a big write: at least, at most
 
 
@@ -168,7 +159,7 @@ def _watch(path: str, interval: float) -> None:
         if deferring is None:
             with contextlib.suppress(OSError):
                 deferring = _deferred_fd(path)
-        if deferring is not None and _big_write_under_way(deferring):
+        if deferring is not None and writelock.held_elsewhere(deferring):  # a big write is under way
             continue  # its own checkpoint follows it
         if (stat.st_mtime_ns, stat.st_size) != seen:
             checkpoint(path)

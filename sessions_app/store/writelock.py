@@ -33,8 +33,12 @@ def _fd(connection: Any) -> int | None:
 def waiting(connection: Any) -> bool:
     """Whether a writer (another connection, here or in another process) is in a BEGIN."""
     fd = _fd(connection)
-    if fd is None:
-        return False
+    return fd is not None and held_elsewhere(fd)
+
+
+def held_elsewhere(fd: int) -> bool:
+    """Whether another open file (here or in another process) holds a flock on fd's file: an
+    exclusive one is tried without blocking."""
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
