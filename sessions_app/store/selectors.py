@@ -70,10 +70,11 @@ def entry_node(entry: Entry) -> Node:
     return Node(id=entry.entry_id, parent_id=entry.parent_id, type=entry.type, data=jsjson.loads(entry.raw))
 
 
-def _walk_sql(carried: str, out: str) -> str:
+def _walk_sql(carried: str, out: str, join: str = "") -> str:
     """The walk from an entry up to the root (or to a stop entry, params: session, entry, session,
-    stop or ""): entry_id, parent_id, type, `out` (of the `carried` columns) and the steps up, n.
-    The columns travel up with it: no second lookup per entry and no sort in SQL."""
+    stop or ""): entry_id, parent_id, type, `out` (of the `carried` columns, and of what `join`
+    joins to the walk, `up`) and the steps up, n. The columns travel up with it: no second lookup
+    per entry and no sort in SQL."""
     e_carried = ", ".join(f"e.{c.strip()}" for c in carried.split(","))
     return f"""
 WITH RECURSIVE up(entry_id, parent_id, type, {carried}, n) AS (
@@ -83,22 +84,32 @@ WITH RECURSIVE up(entry_id, parent_id, type, {carried}, n) AS (
         ON e.session_id = %s AND e.entry_id = up.parent_id
     WHERE up.entry_id <> %s
 )
-SELECT entry_id, parent_id, type, {out}, n FROM up
+SELECT up.entry_id, up.parent_id, up.type, {out}, up.n FROM up {join}
 """
 
 
 # SQLite hands the lines over as the UTF-8 bytes it stores: orjson parses those directly, where a
 # str would be decoded and then encoded again (~25% of a 1,000-message context).
 _WALKS = {"sqlite": _walk_sql("raw", "CAST(raw AS BLOB)"), "postgresql": _walk_sql("raw", "raw")}
-# The context's walk: a message entry brings only its message's JSON, cut out of the line by the
-# database's JSON functions (one parse, in C), so that it reaches the response undecoded. Both give
-# the value's JSON text: PostgreSQL's json (not jsonb) as written, SQLite's with strings and numbers
-# as written.
+# The context's walk: a message entry brings only its message's JSON, so that it reaches the
+# response undecoded: the bytes its span (models.MessageSpan) names, cut out with no parse; without
+# one, what the database's JSON functions take out of the line (one parse, in C). Those give the
+# value's JSON text (PostgreSQL's json, not jsonb, as written; SQLite's with strings and numbers as
+# written) and, as JSON.parse, the last of duplicate "message" members: SQLite's `->` would give the
+# first, json_each gives them all.
+_SPAN_JOIN = "LEFT JOIN sessions_app_messagespan s ON s.session_id = up.session_id AND s.seq = up.seq"
 _MESSAGE_OR_LINE = {
-    "sqlite": "CAST(CASE WHEN type = 'message' THEN raw -> '$.message' ELSE raw END AS BLOB)",
-    "postgresql": "CASE WHEN type = 'message' THEN (raw::json -> 'message')::text ELSE raw END",
+    "sqlite": """CASE WHEN type <> 'message' THEN CAST(raw AS BLOB)
+        WHEN s.start IS NOT NULL THEN substr(CAST(raw AS BLOB), s.start, s.length)
+        ELSE CAST((SELECT CASE WHEN m.type = 'object' THEN m.value END FROM json_each(raw) AS m
+            WHERE m.key = 'message' ORDER BY m.id DESC LIMIT 1) AS BLOB) END""",
+    "postgresql": """CASE WHEN type <> 'message' THEN convert_to(raw, 'UTF8')
+        WHEN s.start IS NOT NULL THEN substring(convert_to(raw, 'UTF8') FROM s.start FOR s.length)
+        ELSE convert_to((raw::json -> 'message')::text, 'UTF8') END""",
 }
-_CONTEXT_WALKS = {vendor: _walk_sql("raw", column) for vendor, column in _MESSAGE_OR_LINE.items()}
+_CONTEXT_WALKS = {
+    vendor: _walk_sql("raw, seq, session_id", column, _SPAN_JOIN) for vendor, column in _MESSAGE_OR_LINE.items()
+}
 
 
 def _walk(sql: str, session: Session, leaf_id: str, stop_id: str | None) -> list[tuple[Any, ...]]:
