@@ -2,11 +2,21 @@ from __future__ import annotations
 
 import os
 
-from django.core.asgi import get_asgi_application
+import django
+from django.core.handlers.asgi import ASGIHandler
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "piweb.settings")
-# Django must be set up before anything imports models (consumers do).
-django_asgi_app = get_asgi_application()
+
+
+class _Handler(ASGIHandler):
+    # A response body goes to the server in pieces of this size, each one send and one wake-up of
+    # the event loop: Django's 64 KiB made a large context (megabytes of JSON) ~130 of them.
+    chunk_size = 2**20
+
+
+# Django must be set up before anything imports models (consumers do); as get_asgi_application.
+django.setup(set_prefix=False)
+django_asgi_app = _Handler()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  # noqa: E402

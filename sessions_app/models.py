@@ -450,3 +450,24 @@ class SearchDoc(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.entry_id}"
+
+
+class MessageSpan(models.Model):
+    """Where a message entry's stored line holds its message's JSON (core.context.message_span):
+    the context serves those bytes without parsing the line. Kept by store/message_spans.py beside
+    the search index (entries themselves are never updated); an entry without one is read through
+    the database's JSON functions."""
+
+    # No index of its own: the (session, seq) constraint covers it.
+    session = models.ForeignKey(
+        Session, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+"
+    )
+    seq = models.PositiveIntegerField()  # the entry's
+    start = models.PositiveIntegerField()  # 1-based byte offset in the line's UTF-8, as SQL's substr counts
+    length = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "seq"], name="messagespan_session_seq")]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}:{self.seq}"

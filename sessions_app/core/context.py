@@ -13,7 +13,7 @@ pi uses such a message unchanged, so the context API writes those bytes out with
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,6 +125,40 @@ def stored_message(message_json: bytes | None) -> Mapping[str, Any]:
     so orjson.dumps writes these bytes out as they are, never decoded and encoded again; every other
     entry's node carries its whole parsed line."""
     return {} if message_json is None else {"message": orjson.Fragment(message_json)}
+
+
+def message_span(line: bytes, data: Mapping[str, Any]) -> tuple[int, int] | None:
+    """Where a message entry's line holds its message's JSON: (byte offset, length) of a text that
+    serialises exactly the message the line parses to, so serving those bytes serves that message
+    whatever else the line holds (duplicate keys, odd spacing). None if no such text is found
+    (numbers or escapes written otherwise than both serialisers write them)."""
+    message = data.get("message")
+    if data.get("type") != "message" or not isinstance(message, dict):
+        return None
+    for dump in _dumps_of(message):
+        # pi writes the message last: the common case needs no search.
+        if line.endswith(dump + b"}"):
+            return len(line) - len(dump) - 1, len(dump)
+        at = line.find(dump)
+        if at >= 0:
+            return at, len(dump)
+    return None
+
+
+def _dumps_of(message: dict[str, Any]) -> Iterator[bytes]:
+    """The message as orjson writes it, then (if it differs) as JSON.stringify would."""
+    try:
+        first = orjson.dumps(message)
+    except TypeError:  # an integer beyond 64 bits, a lone surrogate
+        first = None
+    if first is not None:
+        yield first
+    try:
+        second = jsjson.dumps(message).encode()
+    except (TypeError, ValueError, RecursionError):
+        return
+    if second != first:
+        yield second
 
 
 def _context_message(node: Node) -> Message | None:

@@ -25,7 +25,7 @@ from django.db import connection, transaction
 from sessions_app.core import jsjson
 from sessions_app.core.searchtext import IndexRow, index_rows
 from sessions_app.models import VISIBLE, Session
-from sessions_app.store import writelock
+from sessions_app.store import message_spans, writelock
 
 log = logging.getLogger(__name__)
 
@@ -123,10 +123,12 @@ def _index_range(session_pk: int, after: int, upto: int | None) -> tuple[int, in
     of huge lines."""
     written = lines = size = 0
     limit = 50
+    # SQLite's stored UTF-8 as it is: parsed and searched for spans with no decode and encode again.
+    raw = "CAST(raw AS BLOB)" if connection.vendor == "sqlite" else "raw"
     while True:
         with connection.cursor() as cursor:
             cursor.execute(
-                "SELECT seq, ts_ms, raw FROM sessions_app_entry WHERE session_id = %s AND seq > %s AND seq <= %s "
+                f"SELECT seq, ts_ms, {raw} FROM sessions_app_entry WHERE session_id = %s AND seq > %s AND seq <= %s "
                 "ORDER BY seq LIMIT %s",
                 [session_pk, after, upto if upto is not None else 2**62, limit],
             )
@@ -141,7 +143,10 @@ def _index_range(session_pk: int, after: int, upto: int | None) -> tuple[int, in
 
 
 def _write(session_pk: int, found: list[tuple[Any, ...]]) -> int:
-    rows, targets = index_rows((seq, ts_ms, jsjson.loads(raw)) for seq, ts_ms, raw in found)
+    """Index these (seq, ts_ms, line) rows, and store their message spans (the lines parsed once)."""
+    parsed = [(seq, raw, jsjson.loads(raw)) for seq, _, raw in found]
+    rows, targets = index_rows((seq, ts_ms, data) for (seq, ts_ms, _), (_, _, data) in zip(found, parsed, strict=True))
+    message_spans.write(session_pk, parsed)
     return write_rows(session_pk, rows, targets)
 
 
@@ -197,7 +202,9 @@ def _delete_docs(where: str, params: list[Any]) -> None:
 
 
 def delete_session(session_pk: int) -> None:
+    """The session's documents and message spans."""
     _delete_docs("session_id = %s", [session_pk])
+    message_spans.delete_session(session_pk)
 
 
 def reindex_all() -> tuple[int, int]:
@@ -211,6 +218,7 @@ def reindex_all() -> tuple[int, int]:
         sessions += 1
     with transaction.atomic():
         _delete_docs("session_id NOT IN (SELECT id FROM sessions_app_session)", [])
+        message_spans.delete_orphans()
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE sessions_app_searchdoc")  # (store/search.py's plans need its statistics)

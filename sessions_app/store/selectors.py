@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -70,10 +71,11 @@ def entry_node(entry: Entry) -> Node:
     return Node(id=entry.entry_id, parent_id=entry.parent_id, type=entry.type, data=jsjson.loads(entry.raw))
 
 
-def _walk_sql(carried: str, out: str) -> str:
+def _walk_sql(carried: str, out: str, join: str = "") -> str:
     """The walk from an entry up to the root (or to a stop entry, params: session, entry, session,
-    stop or ""): entry_id, parent_id, type, `out` (of the `carried` columns) and the steps up, n.
-    The columns travel up with it: no second lookup per entry and no sort in SQL."""
+    stop or ""): entry_id, parent_id, type, `out` (of the `carried` columns, and of what `join`
+    joins to the walk, `up`) and the steps up, n. The columns travel up with it: no second lookup
+    per entry and no sort in SQL."""
     e_carried = ", ".join(f"e.{c.strip()}" for c in carried.split(","))
     return f"""
 WITH RECURSIVE up(entry_id, parent_id, type, {carried}, n) AS (
@@ -83,22 +85,32 @@ WITH RECURSIVE up(entry_id, parent_id, type, {carried}, n) AS (
         ON e.session_id = %s AND e.entry_id = up.parent_id
     WHERE up.entry_id <> %s
 )
-SELECT entry_id, parent_id, type, {out}, n FROM up
+SELECT up.entry_id, up.parent_id, up.type, {out}, up.n FROM up {join}
 """
 
 
 # SQLite hands the lines over as the UTF-8 bytes it stores: orjson parses those directly, where a
 # str would be decoded and then encoded again (~25% of a 1,000-message context).
 _WALKS = {"sqlite": _walk_sql("raw", "CAST(raw AS BLOB)"), "postgresql": _walk_sql("raw", "raw")}
-# The context's walk: a message entry brings only its message's JSON, cut out of the line by the
-# database's JSON functions (one parse, in C), so that it reaches the response undecoded. Both give
-# the value's JSON text: PostgreSQL's json (not jsonb) as written, SQLite's with strings and numbers
-# as written.
+# The context's walk: a message entry brings only its message's JSON, so that it reaches the
+# response undecoded: the bytes its span (models.MessageSpan) names, cut out with no parse; without
+# one, what the database's JSON functions take out of the line (one parse, in C). Those give the
+# value's JSON text (PostgreSQL's json, not jsonb, as written; SQLite's with strings and numbers as
+# written) and, as JSON.parse, the last of duplicate "message" members: SQLite's `->` would give the
+# first, json_each gives them all.
+_SPAN_JOIN = "LEFT JOIN sessions_app_messagespan s ON s.session_id = up.session_id AND s.seq = up.seq"
 _MESSAGE_OR_LINE = {
-    "sqlite": "CAST(CASE WHEN type = 'message' THEN raw -> '$.message' ELSE raw END AS BLOB)",
-    "postgresql": "CASE WHEN type = 'message' THEN (raw::json -> 'message')::text ELSE raw END",
+    "sqlite": """CASE WHEN type <> 'message' THEN CAST(raw AS BLOB)
+        WHEN s.start IS NOT NULL THEN substr(CAST(raw AS BLOB), s.start, s.length)
+        ELSE CAST((SELECT CASE WHEN m.type = 'object' THEN m.value END FROM json_each(raw) AS m
+            WHERE m.key = 'message' ORDER BY m.id DESC LIMIT 1) AS BLOB) END""",
+    "postgresql": """CASE WHEN type <> 'message' THEN convert_to(raw, 'UTF8')
+        WHEN s.start IS NOT NULL THEN substring(convert_to(raw, 'UTF8') FROM s.start FOR s.length)
+        ELSE convert_to((raw::json -> 'message')::text, 'UTF8') END""",
 }
-_CONTEXT_WALKS = {vendor: _walk_sql("raw", column) for vendor, column in _MESSAGE_OR_LINE.items()}
+_CONTEXT_WALKS = {
+    vendor: _walk_sql("raw, seq, session_id", column, _SPAN_JOIN) for vendor, column in _MESSAGE_OR_LINE.items()
+}
 
 
 def _walk(sql: str, session: Session, leaf_id: str, stop_id: str | None) -> list[tuple[Any, ...]]:
@@ -163,10 +175,12 @@ def compare_json(*, session: Session, a: str, b: str) -> dict[str, Any]:
     return {"ancestorId": split.ancestor_id, "a": [node(n) for n in split.a], "b": [node(n) for n in split.b]}
 
 
-def _context_path(*, session: Session, leaf_id: str, stop_id: str | None) -> list[Node]:
-    """path_nodes, but each message entry's node carries only its message, as stored JSON
-    (context.stored_message): what the context needs of it, left undecoded."""
-    rows = _walk(_CONTEXT_WALKS[connection.vendor], session, leaf_id, stop_id)
+def _context_path(*, session: Session, leaf_id: str, start: _Start) -> list[Node]:
+    """path_nodes from start's stop, but each message entry's node carries only its message, as
+    stored JSON (context.stored_message): what the context needs of it, left undecoded."""
+    rows = _context_range(session, leaf_id, start)
+    if rows is None:
+        rows = _walk(_CONTEXT_WALKS[connection.vendor], session, leaf_id, start.stop)
     return [
         Node(
             id=r[0],
@@ -176,6 +190,39 @@ def _context_path(*, session: Session, leaf_id: str, stop_id: str | None) -> lis
         )
         for r in rows
     ]
+
+
+# The path as a range of file order: where nothing else was written between the stop and the leaf
+# (a linear stretch), the path is every entry in between, read in order from the (session, seq)
+# index with no step-by-step walk (which costs more than the lines themselves).
+_CONTEXT_RANGES = {
+    vendor: f"""
+SELECT up.entry_id, up.parent_id, up.type, {column} FROM sessions_app_entry up {_SPAN_JOIN}
+WHERE up.session_id = %s AND up.seq BETWEEN %s AND %s ORDER BY up.seq
+"""
+    for vendor, column in _MESSAGE_OR_LINE.items()
+}
+
+
+def _context_range(session: Session, leaf_id: str, start: _Start) -> list[tuple[Any, ...]] | None:
+    """The path from start's stop (else the root) to the leaf, if it is all the entries between
+    them in file order (seq is dense: as many entries as the depths differ by); None otherwise.
+    The depths only tell whether to look: the rows read must link up, each the parent of the
+    next, from the stop (or a root) to the leaf."""
+    first_seq, first_depth = (start.stop_seq, start.stop_depth) if start.stop else (1, 0)
+    if first_seq is None or first_seq > start.leaf_seq or start.leaf_seq - first_seq != start.leaf_depth - first_depth:
+        return None
+    expected = start.leaf_seq - first_seq + 1
+    with connection.cursor() as cursor:
+        cursor.execute(_CONTEXT_RANGES[connection.vendor], [session.pk, first_seq, start.leaf_seq])
+        rows: list[tuple[Any, ...]] = cursor.fetchall()
+    if len(rows) != expected or rows[-1][0] != leaf_id:
+        return None
+    if (rows[0][0] != start.stop) if start.stop else (rows[0][1] is not None):
+        return None
+    if any(rows[i][1] != rows[i - 1][0] for i in range(1, len(rows))):
+        return None
+    return rows
 
 
 def _message_json(value: str | bytes | None) -> bytes | None:
@@ -213,36 +260,57 @@ def session_context_json(*, session: Session, leaf_id: str | None = None) -> byt
 
 
 # The leaf's resolved state and where its context starts (the last compaction's first kept entry,
-# else the compaction itself), in one statement: no ORM rows on this path.
+# else the compaction itself), with the leaf's and that entry's places (seq, depth), in one
+# statement: no ORM rows on this path.
 _CONTEXT_START = """
-SELECT l.ctx_thinking, l.ctx_model, COALESCE(c.kept_from_id, c.entry_id)
-FROM sessions_app_entry l LEFT JOIN sessions_app_entry c
-    ON c.session_id = l.session_id AND c.entry_id = l.ctx_compaction_id
+SELECT l.ctx_thinking, l.ctx_model, COALESCE(c.kept_from_id, c.entry_id), l.seq, l.depth, k.seq, k.depth
+FROM sessions_app_entry l
+LEFT JOIN sessions_app_entry c ON c.session_id = l.session_id AND c.entry_id = l.ctx_compaction_id
+LEFT JOIN sessions_app_entry k ON k.session_id = l.session_id AND k.entry_id = COALESCE(c.kept_from_id, c.entry_id)
 WHERE l.session_id = %s AND l.entry_id = %s
 """
+
+
+@dataclass(frozen=True, slots=True)
+class _Start:
+    thinking: Any
+    model: dict[str, Any] | None
+    stop: str | None  # the entry the context starts from; None: the root
+    leaf_seq: int
+    leaf_depth: int
+    stop_seq: int | None
+    stop_depth: int
+
+
+def _context_start(session: Session, entry_id: str) -> _Start:
+    with connection.cursor() as cursor:
+        cursor.execute(_CONTEXT_START, [session.pk, entry_id])
+        found = cursor.fetchone()
+    if found is None:
+        raise _not_found(entry_id)
+    thinking, model, stop, leaf_seq, leaf_depth, stop_seq, stop_depth = found
+    model = jsjson.loads(model) if model else None
+    return _Start(jsjson.loads(thinking), model, stop, leaf_seq, leaf_depth, stop_seq, stop_depth or 0)
 
 
 def context_start(*, session: Session, entry_id: str) -> tuple[Any, dict[str, Any] | None, str | None]:
     """At entry_id: (its thinking level, its model or None, the entry its context starts from:
     the last compaction's first kept entry, else the compaction; None: the root). EntryNotFound if
     the session has no such entry."""
-    with connection.cursor() as cursor:
-        cursor.execute(_CONTEXT_START, [session.pk, entry_id])
-        found = cursor.fetchone()
-    if found is None:
-        raise _not_found(entry_id)
-    thinking, model, stop = found
-    return jsjson.loads(thinking), jsjson.loads(model) if model else None, stop
+    start = _context_start(session, entry_id)
+    return start.thinking, start.model, start.stop
 
 
 def _session_context(*, session: Session, leaf_id: str | None, stored: bool) -> dict[str, Any]:
     target = session.leaf_id if leaf_id is None else leaf_id
     if target is None:
         return {"leafId": None, "messages": [], "thinkingLevel": "off", "model": None}
-    thinking, model, stop = context_start(session=session, entry_id=target)
-    walk = _context_path if stored else path_nodes
-    path = walk(session=session, leaf_id=target, stop_id=stop)
-    return {"leafId": target, **ctx.context_from_path(path, thinking_level=thinking, model=model)}
+    start = _context_start(session, target)
+    if stored:
+        path = _context_path(session=session, leaf_id=target, start=start)
+    else:
+        path = path_nodes(session=session, leaf_id=target, stop_id=start.stop)
+    return {"leafId": target, **ctx.context_from_path(path, thinking_level=start.thinking, model=start.model)}
 
 
 def children(*, session: Session, entry_id: str | None) -> QuerySet[Entry]:

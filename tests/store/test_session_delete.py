@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sessions_app.errors import SessionNotFound
-from sessions_app.models import Entry, Session
+from sessions_app.models import Entry, MessageSpan, Session
 from sessions_app.store import selectors, services
 from sessions_app.store.importing import pipeline
 from tests.builders import assistant, user
@@ -25,9 +25,11 @@ def session(alice):
 
 
 def test_it_removes_the_session_and_its_entries(session, alice):
+    assert MessageSpan.objects.filter(session_id=session.pk).count() == 2  # (the appends' messages)
     services.session_delete(session=session)
     assert not Session.objects.filter(pk=session.pk).exists()
     assert not Entry.objects.filter(session_id=session.pk).exists()
+    assert not MessageSpan.objects.filter(session_id=session.pk).exists()
     assert list(selectors.session_list_for_user(user=alice)) == []
     with pytest.raises(SessionNotFound):
         selectors.session_get_for_user(user=alice, public_id=session.public_id)
