@@ -145,6 +145,11 @@ def message_span(line: bytes, data: Mapping[str, Any]) -> tuple[int, int] | None
     return None
 
 
+def serialises(text: bytes, message: object) -> bool:
+    """Whether text is the message exactly as message_span records one (a stored span's check)."""
+    return isinstance(message, dict) and any(text == dump for dump in _dumps_of(message))
+
+
 def _dumps_of(message: dict[str, Any]) -> Iterator[bytes]:
     """The message as orjson writes it, then (if it differs) as JSON.stringify would."""
     try:

@@ -8,6 +8,8 @@ it must be.
   import's own steps (piformat reads each stored line, core.intake places it, rows.entry_row makes
   its row) and compared: a column changed by SQL is named, with its stored and expected values.
   So are the session's listing fields (core.listing) and its leaf.
+- The message spans the context serves a message's bytes by (models.MessageSpan) are checked to
+  name that message's JSON.
 - Which sessions exist, and who owns them, is checked against the audit trail (store/accounting.py).
 
 Sessions are read one at a time and their entries streamed in seq order, in batches: memory grows
@@ -22,9 +24,11 @@ from operator import itemgetter
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 
-from sessions_app.core import piformat
+from sessions_app.core import jsjson, piformat
 from sessions_app.core.chain import keyed
+from sessions_app.core.context import serialises
 from sessions_app.core.intake import Intake, Placed
 from sessions_app.core.listing import Listing
 from sessions_app.models import Entry, Session
@@ -116,10 +120,40 @@ def session_report(*, session: Session) -> SessionReport:
             report.add(Finding(0, "", _differs(column, stored_value, expected), column, stored_value, expected))
     if leaf_id is not None and leaf_id not in chains:
         report.add(Finding(0, "", f"its leaf {leaf_id!r} is not one of its entries", "leaf_id", leaf_id, None))
+    _spans(report, session.pk)
     later = Entry.objects.filter(session_id=session.pk, seq__gt=last_seq).count()
     if later and fresh.filter(last_seq__lt=last_seq + later).exists():
         report.add(Finding(0, "", f"{later} entries are stored beyond the last one written (#{last_seq})"))
     return report
+
+
+# Each message span with the bytes it names and its entry's line (as UTF-8 bytes).
+_SPANS = """
+SELECT s.seq, e.entry_id, {line}, s.start, s.length FROM sessions_app_messagespan s
+LEFT JOIN sessions_app_entry e ON e.session_id = s.session_id AND e.seq = s.seq
+WHERE s.session_id = %s ORDER BY s.seq
+"""
+
+
+def _spans(report: SessionReport, session_pk: int) -> None:
+    """Each message span (models.MessageSpan: the context serves the bytes it names) still names
+    a text of its entry's message, as core.context.message_span records one."""
+    line = "CAST(e.raw AS BLOB)" if connection.vendor == "sqlite" else "convert_to(e.raw, 'UTF8')"
+    with connection.cursor() as cursor:
+        cursor.execute(_SPANS.format(line=line), [session_pk])
+        while found := cursor.fetchmany(BATCH):
+            for seq, entry_id, raw, start, length in found:
+                if entry_id is None:
+                    report.add(Finding(seq, "", "a message span names no entry"))
+                    continue
+                data = bytes(raw)
+                try:
+                    entry = jsjson.loads(data)
+                except ValueError:
+                    entry = None  # (an unreadable line is a finding of its own)
+                message = entry.get("message") if isinstance(entry, dict) else None
+                if not serialises(data[start - 1 : start - 1 + length], message):
+                    report.add(Finding(seq, entry_id, "its message span does not name its message's JSON"))
 
 
 def _listing(intake: Intake) -> Sequence[Any]:

@@ -13,7 +13,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection, transaction
 
-from sessions_app.models import Entry, Session
+from sessions_app.models import Entry, MessageSpan, Session
 from sessions_app.store import selectors, services
 from sessions_app.store.importing import pipeline
 from sessions_app.store.integrity import session_verify
@@ -158,6 +158,26 @@ def test_a_model_changed_by_sql_is_named_on_an_appended_session(alice):
     findings = session_verify(session=session)
     assert [(f.seq, f.entry_id, f.column) for f in findings] == [(reply.seq, reply.entry_id, "ctx_model")]
     assert findings[0].expected == reply.ctx_model
+
+
+def test_a_message_span_moved_by_sql_is_named(alice):
+    """The context serves the bytes a span names: one moved or left without its entry is found."""
+    session = services.session_create(owner=alice, name="chat")
+    first = services.entry_append(session=session, payload=user("hello there"))
+    second = services.entry_append(session=session, payload=assistant("hi"))
+    assert session_verify(session=session) == []
+    assert MessageSpan.objects.filter(session_id=session.pk).count() == 2
+    _sql(
+        "UPDATE sessions_app_messagespan SET start = start + 1 WHERE session_id = %s AND seq = %s",
+        [session.pk, first.seq],
+    )
+    _sql("INSERT INTO sessions_app_messagespan (session_id, seq, start, length) VALUES (%s, 9, 1, 2)", [session.pk])
+    findings = [(f.seq, f.entry_id, f.message) for f in session_verify(session=session)]
+    assert findings == [
+        (first.seq, first.entry_id, "its message span does not name its message's JSON"),
+        (9, "", "a message span names no entry"),
+    ]
+    assert second.seq not in [f[0] for f in findings]
 
 
 def test_listing_fields_and_leaf_changed_by_sql_are_named(alice, generated_file):
