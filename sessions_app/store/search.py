@@ -233,14 +233,15 @@ def search(*, user: User | AnonymousUser, q: str, limit: int = 20, cursor: str |
         where += f" AND {key} < %s"
         all_params.append(state["i"])
     window = max(RANK_WINDOW, limit) + 1
-    found = _newest_phrase_matches(user, query, state, window) if order == f"{key} DESC" else None
+    probed = _newest_phrase_matches(user, query, state, window, limit) if order == f"{key} DESC" else None
+    found, counted = probed if probed is not None else (None, True)
     if found is None:
         sql = f"SELECT {key} FROM {source} WHERE {where} ORDER BY {order} LIMIT %s"
         with connection.cursor() as c:
             c.execute(sql, [*all_params, window])
             found = [row[0] for row in c.fetchall()]
     page: list[int]
-    if (state is None and len(found) <= RANK_WINDOW) or (state is not None and state["m"] == "rank"):
+    if counted and ((state is None and len(found) <= RANK_WINDOW) or (state is not None and state["m"] == "rank")):
         # Scored only now, and only these: a score computed for every match of a common word
         # before the newest were picked would cost most of the query.
         scores = _scores(source, where, all_params, score, score_params, key, found)
@@ -270,13 +271,18 @@ PROBE = 10_000  # the newest documents past the filters a phrase is first looked
 
 
 def _newest_phrase_matches(
-    user: User | AnonymousUser, query: Query, state: dict[str, Any] | None, window: int
-) -> list[int] | None:
+    user: User | AnonymousUser, query: Query, state: dict[str, Any] | None, window: int, limit: int
+) -> tuple[list[int], bool] | None:
     """On PostgreSQL, a phrase with role:, tool: or model: looked for first among the PROBE newest
-    documents those filters let through: the ids of the newest `window` matches when they are
-    all there, else None (the whole query then). PostgreSQL prices a phrase as if its words were
+    documents those filters let through. PostgreSQL prices a phrase as if its words were
     unrelated, far rarer than words that go together are side by side, and reads every document
-    with all the words instead (a second and more on the 1M corpus)."""
+    with all the words instead (a second and more on the 1M corpus); a GIN index keeps no
+    positions, so a phrase of common words seldom side by side costs as much whatever the plan.
+
+    (the newest matches, whether they are all there is to rank): the newest `window` matches
+    when the probe holds them, or every match when the probe saw every document past the filters
+    (both counted); more than a page of them, but not all (not counted: the answer is newest
+    first, and its next page goes on below its last hit); else None (the whole query then)."""
     if connection.vendor != "postgresql" or not query.phrases or not {"role", "tool", "model"} & set(query.filters):
         return None
     _, match, match_params, _ = _match(query)
@@ -288,13 +294,18 @@ def _newest_phrase_matches(
         inner += " AND d.id < %s"
         params.append(state["i"])
     sql = (
-        f"SELECT d.id FROM (SELECT d.id, d.tsv FROM sessions_app_searchdoc d WHERE {inner} ORDER BY d.id DESC "
-        f"LIMIT %s) d WHERE {match} ORDER BY d.id DESC LIMIT %s"
+        f"SELECT (array_agg(d.id ORDER BY d.id DESC) FILTER (WHERE {match}))[1:%s], count(*) FROM "
+        f"(SELECT d.id, d.tsv FROM sessions_app_searchdoc d WHERE {inner} ORDER BY d.id DESC LIMIT %s) d"
     )
     with connection.cursor() as c:
-        c.execute(sql, [*params, PROBE, *match_params, window])
-        found = [row[0] for row in c.fetchall()]
-    return found if len(found) == window else None
+        c.execute(sql, [*match_params, window, *params, PROBE])
+        ids, seen = c.fetchone()
+    found: list[int] = ids or []
+    if len(found) == window or seen < PROBE:
+        return found, True
+    if len(found) > limit and (state is None or state["m"] == "time"):
+        return found, False
+    return None
 
 
 def _scores(

@@ -335,3 +335,34 @@ def test_a_phrase_with_a_filter_pages_the_newest_matches_with_or_without_the_pro
     assert pages() == made[::-1]
     if connection.vendor == "postgresql":
         assert answered[0] is False
+
+
+def test_a_phrase_probe_with_a_page_but_not_all_matches_answers_newest_first(alice, monkeypatch):
+    """When the probe holds more than a page of matches but neither the whole window nor every
+    document past the filters, the answer is newest first (ranked=False: not every match was
+    counted) and its pages go on below the probe: the same hits as the whole query, each once."""
+    from django.db import connection
+
+    monkeypatch.setattr(search, "RANK_WINDOW", 10)
+    monkeypatch.setattr(search, "PROBE", 4)
+    services.session_create(owner=alice, name="another")  # two sessions: not the one-session path
+    s = services.session_create(owner=alice, name="probe")
+    made = [_add(s, user(f"open the pod bay doors {i}", 1_767_600_000_000 + i), alice) for i in range(3)]
+    _add(s, user("nothing here", 1_767_600_005_000), alice)
+    made += [_add(s, user(f"the pod bay again {i}", 1_767_600_006_000 + i), alice) for i in range(3)]
+    first = search.search(user=alice, q='"pod bay" role:user', limit=2)
+    seen = [h.entry_id for h in first.hits]
+    cursor = first.next
+    while cursor is not None:
+        page = search.search(user=alice, q='"pod bay" role:user', limit=2, cursor=cursor)
+        assert page.ranked is first.ranked
+        seen += [h.entry_id for h in page.hits]
+        cursor = page.next
+    if connection.vendor == "postgresql":
+        assert first.ranked is False  # three of the four newest user documents: a page, not all
+        assert seen == made[::-1]
+    else:
+        assert first.ranked is True and sorted(seen) == sorted(made)  # six matches: all ranked
+    monkeypatch.setattr(search, "PROBE", 100)  # the probe sees every user document: all ranked
+    ranked = search.search(user=alice, q='"pod bay" role:user', limit=10)
+    assert ranked.ranked is True and sorted(h.entry_id for h in ranked.hits) == sorted(made)
