@@ -300,15 +300,18 @@ def _newest_phrase_matches(
     if state is not None and state["m"] == "time":
         inner += " AND d.id < %s"
         params.append(state["i"])
+    # The matches, and the probe's last document (n = PROBE) if it gets that far: the rows are
+    # read only until the window is full, and the last one tells a full probe from every document.
     sql = (
-        f"SELECT (array_agg(d.id ORDER BY d.id DESC) FILTER (WHERE {match}))[1:%s], count(*) FROM "
-        f"(SELECT d.id, d.tsv FROM sessions_app_searchdoc d WHERE {inner} ORDER BY d.id DESC LIMIT %s) d"
+        f"SELECT d.id, d.m, d.n FROM (SELECT d.id, {match} AS m, "
+        f"row_number() OVER (ORDER BY d.id DESC) AS n FROM sessions_app_searchdoc d WHERE {inner} "
+        "ORDER BY d.id DESC LIMIT %s) d WHERE d.m OR d.n = %s ORDER BY d.id DESC LIMIT %s"
     )
     with connection.cursor() as c:
-        c.execute(sql, [*match_params, window, *params, PROBE])
-        ids, seen = c.fetchone()
-    found: list[int] = ids or []
-    if len(found) == window or seen < PROBE:
+        c.execute(sql, [*match_params, *params, PROBE, PROBE, window + 1])
+        rows = c.fetchall()
+    found = [pk for pk, matched, _ in rows if matched][:window]
+    if len(found) == window or all(n < PROBE for _, _, n in rows):
         return found, True
     if len(found) > limit and (state is None or state["m"] == "time"):
         return found, False
