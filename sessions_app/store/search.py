@@ -6,7 +6,10 @@ and the answer says so (ranking every match of a very common word would cost sec
 "Newest" is the order documents were indexed in (their id): a session's entries in file order,
 an append after everything before it. The full-text index hands matches over in that order, so
 the newest few of a million are found without sorting them all by entry date (15x faster on
-SQLite); an old file imported today counts as new.
+SQLite); an old file imported today counts as new. On PostgreSQL two shapes read otherwise, with
+the same hits: a narrow date range is read first (_range_first), and a phrase with a filter is
+looked for among the newest filtered documents first (_newest_phrase_matches), which may answer
+newest first without counting every match (ranked=false).
 """
 
 from __future__ import annotations
@@ -233,14 +236,18 @@ def search(*, user: User | AnonymousUser, q: str, limit: int = 20, cursor: str |
         where += f" AND {key} < %s"
         all_params.append(state["i"])
     window = max(RANK_WINDOW, limit) + 1
-    found = _newest_phrase_matches(user, query, state, window) if order == f"{key} DESC" else None
+    probed = _newest_phrase_matches(user, query, state, window, limit) if order == f"{key} DESC" else None
+    found, counted = probed if probed is not None else (None, True)
     if found is None:
-        sql = f"SELECT {key} FROM {source} WHERE {where} ORDER BY {order} LIMIT %s"
+        # A narrow date range read first, the rest tested on its documents: newest first by id,
+        # a range at the start of every session is reached only after each session's later rows.
+        scan, scan_params = _range_first(query) if order == f"{key} DESC" else (None, [])
+        sql = f"SELECT {key} FROM {scan or source} WHERE {where} ORDER BY {order} LIMIT %s"
         with connection.cursor() as c:
-            c.execute(sql, [*all_params, window])
+            c.execute(sql, [*scan_params, *all_params, window])
             found = [row[0] for row in c.fetchall()]
     page: list[int]
-    if (state is None and len(found) <= RANK_WINDOW) or (state is not None and state["m"] == "rank"):
+    if counted and ((state is None and len(found) <= RANK_WINDOW) or (state is not None and state["m"] == "rank")):
         # Scored only now, and only these: a score computed for every match of a common word
         # before the newest were picked would cost most of the query.
         scores = _scores(source, where, all_params, score, score_params, key, found)
@@ -267,16 +274,22 @@ def _indexing(user: User | AnonymousUser) -> list[tuple[str, str]]:
 
 
 PROBE = 10_000  # the newest documents past the filters a phrase is first looked for in
+RANGE_FIRST = 40_000  # a date range with fewer documents than this is read first (PostgreSQL)
 
 
 def _newest_phrase_matches(
-    user: User | AnonymousUser, query: Query, state: dict[str, Any] | None, window: int
-) -> list[int] | None:
+    user: User | AnonymousUser, query: Query, state: dict[str, Any] | None, window: int, limit: int
+) -> tuple[list[int], bool] | None:
     """On PostgreSQL, a phrase with role:, tool: or model: looked for first among the PROBE newest
-    documents those filters let through: the ids of the newest `window` matches when they are
-    all there, else None (the whole query then). PostgreSQL prices a phrase as if its words were
+    documents those filters let through. PostgreSQL prices a phrase as if its words were
     unrelated, far rarer than words that go together are side by side, and reads every document
-    with all the words instead (a second and more on the 1M corpus)."""
+    with all the words instead (a second and more on the 1M corpus); a GIN index keeps no
+    positions, so a phrase of common words seldom side by side costs as much whatever the plan.
+
+    (the newest matches, whether they are all there is to rank): the newest `window` matches
+    when the probe holds them, or every match when the probe saw every document past the filters
+    (both counted); more than a page of them, but not all (not counted: the answer is newest
+    first, and its next page goes on below its last hit); else None (the whole query then)."""
     if connection.vendor != "postgresql" or not query.phrases or not {"role", "tool", "model"} & set(query.filters):
         return None
     _, match, match_params, _ = _match(query)
@@ -287,14 +300,66 @@ def _newest_phrase_matches(
     if state is not None and state["m"] == "time":
         inner += " AND d.id < %s"
         params.append(state["i"])
+    # The matches, and the probe's last document (n = PROBE) if it gets that far: the rows are
+    # read only until the window is full, and the last one tells a full probe from every document.
     sql = (
-        f"SELECT d.id FROM (SELECT d.id, d.tsv FROM sessions_app_searchdoc d WHERE {inner} ORDER BY d.id DESC "
-        f"LIMIT %s) d WHERE {match} ORDER BY d.id DESC LIMIT %s"
+        f"SELECT d.id, d.m, d.n FROM (SELECT d.id, {match} AS m, "
+        f"row_number() OVER (ORDER BY d.id DESC) AS n FROM sessions_app_searchdoc d WHERE {inner} "
+        "ORDER BY d.id DESC LIMIT %s) d WHERE d.m OR d.n = %s ORDER BY d.id DESC LIMIT %s"
     )
     with connection.cursor() as c:
-        c.execute(sql, [*params, PROBE, *match_params, window])
-        found = [row[0] for row in c.fetchall()]
-    return found if len(found) == window else None
+        c.execute(sql, [*match_params, *params, PROBE, PROBE, window + 1])
+        rows = c.fetchall()
+    found = [pk for pk, matched, _ in rows if matched][:window]
+    if len(found) == window or all(n < PROBE for _, _, n in rows):
+        return found, True
+    if len(found) > limit and (state is None or state["m"] == "time"):
+        return found, False
+    return None
+
+
+def _range_first(query: Query) -> tuple[str | None, list[Any]]:
+    """On PostgreSQL, when the query's date range holds fewer than RANGE_FIRST documents (counted
+    up to that bound through the ts_ms index) and no word of it is rare, a FROM reading the range
+    first, else None. (A rare word's few matches come from the text index faster than the range.)"""
+    if connection.vendor != "postgresql" or (query.after_ms is None and query.before_ms is None):
+        return None, []
+    if _rare_word(query):
+        return None, []
+    bounds: list[str] = []
+    params: list[Any] = []
+    if query.after_ms is not None:
+        bounds.append("r.ts_ms >= %s")
+        params.append(query.after_ms)
+    if query.before_ms is not None:
+        bounds.append("r.ts_ms < %s")
+        params.append(query.before_ms)
+    range_sql = " AND ".join(bounds)
+    with connection.cursor() as c:
+        count = f"SELECT count(*) FROM (SELECT 1 FROM sessions_app_searchdoc r WHERE {range_sql} LIMIT %s) r"
+        c.execute(count, [*params, RANGE_FIRST])
+        if c.fetchone()[0] >= RANGE_FIRST:
+            return None, []
+    # OFFSET 0 keeps the subquery whole: the planner would otherwise fold it back into the walk by id.
+    return f"(SELECT * FROM sessions_app_searchdoc r WHERE {range_sql} OFFSET 0) d", params
+
+
+def _rare_word(query: Query) -> bool:
+    """Whether a word of the query (alone or in a phrase) is missing from the text index's most
+    common elements, as PostgreSQL's statistics list them (no statistics yet: none is rare)."""
+    words = [*query.words, *(w for phrase in query.phrases for w in phrase)]
+    if not words:
+        return False
+    with connection.cursor() as c:
+        c.execute(
+            "SELECT most_common_elems::text::text[] FROM pg_stats WHERE schemaname = current_schema() "
+            "AND tablename = 'sessions_app_searchdoc' AND attname = 'tsv'"
+        )
+        row = c.fetchone()
+    if row is None or row[0] is None:
+        return False
+    common = set(row[0])
+    return any(w.lower() not in common for w in words)
 
 
 def _scores(

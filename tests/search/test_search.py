@@ -11,6 +11,7 @@ import pytest
 from django.test import Client
 
 from sessions_app.access import teams
+from sessions_app.core import searchtext
 from sessions_app.models import AuditRecord, SearchDoc
 from sessions_app.store import search, search_index, services, shares
 from sessions_app.store.importing import pipeline
@@ -335,3 +336,102 @@ def test_a_phrase_with_a_filter_pages_the_newest_matches_with_or_without_the_pro
     assert pages() == made[::-1]
     if connection.vendor == "postgresql":
         assert answered[0] is False
+
+
+def test_a_phrase_probe_with_a_page_but_not_all_matches_answers_newest_first(alice, monkeypatch):
+    """When the probe holds more than a page of matches but neither the whole window nor every
+    document past the filters, the answer is newest first (ranked=False: not every match was
+    counted) and its pages go on below the probe: the same hits as the whole query, each once."""
+    from django.db import connection
+
+    monkeypatch.setattr(search, "RANK_WINDOW", 10)
+    monkeypatch.setattr(search, "PROBE", 4)
+    services.session_create(owner=alice, name="another")  # two sessions: not the one-session path
+    s = services.session_create(owner=alice, name="probe")
+    made = [_add(s, user(f"open the pod bay doors {i}", 1_767_600_000_000 + i), alice) for i in range(3)]
+    _add(s, user("nothing here", 1_767_600_005_000), alice)
+    made += [_add(s, user(f"the pod bay again {i}", 1_767_600_006_000 + i), alice) for i in range(3)]
+    first = search.search(user=alice, q='"pod bay" role:user', limit=2)
+    seen = [h.entry_id for h in first.hits]
+    cursor = first.next
+    while cursor is not None:
+        page = search.search(user=alice, q='"pod bay" role:user', limit=2, cursor=cursor)
+        assert page.ranked is first.ranked
+        seen += [h.entry_id for h in page.hits]
+        cursor = page.next
+    if connection.vendor == "postgresql":
+        assert first.ranked is False  # three of the four newest user documents: a page, not all
+        assert seen == made[::-1]
+    else:
+        assert first.ranked is True and sorted(seen) == sorted(made)  # six matches: all ranked
+    monkeypatch.setattr(search, "PROBE", 100)  # the probe sees every user document: all ranked
+    ranked = search.search(user=alice, q='"pod bay" role:user', limit=10)
+    assert ranked.ranked is True and sorted(h.entry_id for h in ranked.hits) == sorted(made)
+
+
+@pytest.mark.parametrize("window", [2, 50])
+def test_a_narrow_date_range_read_first_finds_the_same_hits(alice, monkeypatch, window):
+    """On PostgreSQL a date range with fewer than RANGE_FIRST documents is read first
+    (search._range_first); read either way, the pages are the same, ranked or newest first."""
+    from django.db import connection
+
+    monkeypatch.setattr(search, "RANK_WINDOW", window)
+    lines: list[Any] = [header()]
+    for i in range(12):  # two a day from 2026-01-05 over six days, every third without the word
+        word = "kestrel" if i % 3 else "plover"
+        stamp = f"2026-01-{5 + i // 2:02d}T10:00:{i:02d}.000Z"
+        lines.append(entry(f"e{i}", f"e{i - 1}" if i else None, timestamp=stamp, text=f"{word} {i}" + " far" * (i % 4)))
+    pipeline.session_import(owner=alice, data=jsonl(*lines))
+    services.session_create(owner=alice, name="another")  # two sessions: not the one-session path
+    queries = ["kestrel after:2026-01-06 before:2026-01-08", "after:2026-01-07", "kestrel before:2026-01-06"]
+
+    def pages(q: str) -> list[tuple[bool, list[str]]]:
+        out: list[tuple[bool, list[str]]] = []
+        cursor = None
+        while True:
+            result = search.search(user=alice, q=q, limit=2, cursor=cursor)
+            out.append((result.ranked, [h.entry_id for h in result.hits]))
+            cursor = result.next
+            if cursor is None:
+                return out
+
+    chose: list[bool] = []
+    range_first = search._range_first
+
+    def spy(query: Any) -> Any:
+        scan = range_first(query)
+        chose.append(scan[0] is not None)
+        return scan
+
+    monkeypatch.setattr(search, "_range_first", spy)
+    monkeypatch.setattr(search, "RANGE_FIRST", 0)  # never: the walk by id
+    walked = [pages(q) for q in queries]
+    assert not any(chose)
+    chose.clear()
+    monkeypatch.setattr(search, "RANGE_FIRST", 1_000)  # always, here (whatever the statistics)
+    monkeypatch.setattr(search, "_rare_word", lambda query: False)
+    assert [pages(q) for q in queries] == walked
+    assert all(chose) == (connection.vendor == "postgresql") and chose
+    assert sum(len(ids) for _, ids in walked[0]) == 3  # 2026-01-06 and -07: four entries, three with the word
+
+
+def test_a_rare_word_in_a_narrow_date_range_is_found_through_the_text_index(alice):
+    """A word PostgreSQL's statistics do not list among the text index's most common elements
+    keeps the plan by the text index: the range is not read first (search._rare_word)."""
+    from django.db import connection
+
+    s = services.session_create(owner=alice, name="stats")
+    for i in range(30):
+        _add(s, user(f"kestrel {i}", 1_767_600_000_000 + i), alice)
+    narrow = "after:2026-01-05 before:2026-01-06"
+    if connection.vendor != "postgresql":
+        assert search._range_first(searchtext.parse(f"nosuchword {narrow}")) == (None, [])
+        return
+    assert search._rare_word(searchtext.parse("nosuchword")) is False  # no statistics yet: none is rare
+    with connection.cursor() as c:
+        c.execute("ANALYZE sessions_app_searchdoc")
+    assert search._rare_word(searchtext.parse("nosuchword")) is True
+    assert search._rare_word(searchtext.parse('"kestrel nosuchword"')) is True
+    assert search._rare_word(searchtext.parse("kestrel")) is False
+    assert search._range_first(searchtext.parse(f"nosuchword {narrow}")) == (None, [])
+    assert search._range_first(searchtext.parse(f"kestrel {narrow}"))[0] is not None
