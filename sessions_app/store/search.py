@@ -107,8 +107,16 @@ def _match(query: Query) -> tuple[str, str, list[Any], str]:
     if not query.has_text:
         return "sessions_app_searchdoc d", "1=1", [], "0"
     if connection.vendor == "sqlite":
+        # With label:, the labelled entries' few documents first (CROSS JOIN: SQLite keeps the
+        # left table outer), each then looked up in the text index by its rowid; else the text
+        # index's matches, which a common word makes hundreds of thousands, would each be tested.
+        joined = (
+            "sessions_app_searchdoc d CROSS JOIN sessions_app_search_fts f ON f.rowid = d.id"
+            if "label" in query.filters
+            else "sessions_app_search_fts f JOIN sessions_app_searchdoc d ON d.id = f.rowid"
+        )
         return (
-            "sessions_app_search_fts f JOIN sessions_app_searchdoc d ON d.id = f.rowid",
+            joined,
             "sessions_app_search_fts MATCH %s",
             [query.fts5()],
             "bm25(sessions_app_search_fts)",
@@ -155,23 +163,24 @@ def _filters(query: Query) -> tuple[list[str], list[Any]]:
         where.append(f"d.model {like} %s")
         params.append(f"%{_like(f['model'])}%")
     if "label" in f:
-        if connection.vendor == "postgresql" and searchtext.WORD.search(f["label"]):
-            # The labelled entries found first, through the text index (a label's words are in
-            # it), then their documents by (session, seq), which has an index: tested per matching
-            # document, the labels of its session took minutes. (A label's own document is at the
-            # label entry's seq: it is not among them; the target's are.)
-            where.append(
-                "(d.session_id, d.seq) IN (SELECT e.session_id, e.seq FROM sessions_app_searchdoc l "
-                "JOIN sessions_app_entry e ON e.session_id = l.session_id AND e.entry_id = l.entry_id "
-                "WHERE l.tsv @@ plainto_tsquery('simple', %s) AND l.kind = 'label' AND LOWER(l.text) = LOWER(%s))"
-            )
-            params += [f["label"], f["label"]]
+        # The labelled entries found first, then their documents by (session, seq), which has an
+        # index: tested per document, the labels of its session took minutes on 1M documents. A
+        # label's words are in the text index, so the label rows come from it. (A label's own
+        # document is at the label entry's seq: it is not among them; the target's are.)
+        words = [w.lower() for w in searchtext.WORD.findall(f["label"])]
+        if not words:
+            found, found_params = "1=1", []  # (no word to look up: every label row is read)
+        elif connection.vendor == "postgresql":
+            found, found_params = "l.tsv @@ plainto_tsquery('simple', %s)", [f["label"]]
         else:
-            where.append(
-                "d.entry_id IN (SELECT l.entry_id FROM sessions_app_searchdoc l WHERE l.session_id = d.session_id "
-                "AND l.kind = 'label' AND LOWER(l.text) = LOWER(%s))"
-            )
-            params.append(f["label"])
+            found = "l.id IN (SELECT rowid FROM sessions_app_search_fts WHERE sessions_app_search_fts MATCH %s)"
+            found_params = [searchtext.Query(phrases=[words]).fts5()]
+        where.append(
+            "(d.session_id, d.seq) IN (SELECT e.session_id, e.seq FROM sessions_app_searchdoc l "
+            "JOIN sessions_app_entry e ON e.session_id = l.session_id AND e.entry_id = l.entry_id "
+            f"WHERE {found} AND l.kind = 'label' AND LOWER(l.text) = LOWER(%s))"
+        )
+        params += [*found_params, f["label"]]
     if query.after_ms is not None:
         where.append("d.ts_ms >= %s")
         params.append(query.after_ms)

@@ -120,6 +120,10 @@ def test_a_label_hit_lands_on_its_target_and_the_last_label_wins(alice, talk):
     assert _found(alice, "incident") == {(s.public_id, ids["u2"])}
     assert _found(alice, "failed label:postmortem") == set()  # the label in force filters
     assert _found(alice, "failed label:INCIDENT") == {(s.public_id, ids["u2"])}
+    assert _found(alice, "label:incident") == {(s.public_id, ids["u2"])}  # (no words: the filter alone)
+    services.label_set(session=s, target_id=ids["u2"], label="✓✓", author=alice)  # no word characters
+    assert _found(alice, "failed label:✓✓") == {(s.public_id, ids["u2"])}
+    assert _found(alice, "failed label:✓") == set()
     services.label_set(session=s, target_id=ids["u2"], label=None, author=alice)
     assert _found(alice, "incident") == set()
 
