@@ -15,10 +15,6 @@ PIWEB_WAL_CHECKPOINT_MS, if the WAL changed, a PASSIVE checkpoint on a connectio
 The connections' automatic checkpoint stays on as a backstop at SAFETY_NET_PAGES: under a steady
 stream of writes a PASSIVE checkpoint never finds the WAL idle, so the WAL only starts over when
 that one runs (1,000 back-to-back appends: 4 such stalls of 11-44 ms instead of 16 of 15-20 ms).
-While a big write is under way (deferred()), the watchers of every process leave its WAL alone
-(a shared flock on "<database>.deferred"): an import commits a batch at a time, and a checkpoint
-after each would copy the same index pages into the database again and again, on the cores the
-import needs (bench/bench_import_ab.py: PIWEB_WAL_CHECKPOINT_MS=0 against the default).
 
 The page cache: a 100k-entry import inserts into its indexes in random key order (entry ids), ~6 MB
 of index pages. SQLite's default 2 MB cache cannot hold them while the table's pages stream
@@ -30,9 +26,7 @@ afterwards.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
-import os
 import sqlite3
 import threading
 import time
@@ -71,8 +65,7 @@ def deferred(size: int) -> Iterator[None]:
         cursor.execute(f"PRAGMA cache_size={-cache_kib(size)}")  # negative: KiB, not pages
     committed = False
     try:
-        with _watchers_held_off(str(Path(connection.settings_dict["NAME"]).resolve())):
-            yield
+        yield
         committed = True
     finally:
         with connection.cursor() as cursor:
@@ -81,21 +74,6 @@ def deferred(size: int) -> Iterator[None]:
         if committed:
             path = str(connection.settings_dict["NAME"])
             threading.Thread(target=checkpoint, args=(path,), name=THREAD_NAME).start()
-
-
-def _deferred_fd(path: str) -> int:
-    return os.open(f"{path}.deferred", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-
-
-@contextlib.contextmanager
-def _watchers_held_off(path: str) -> Iterator[None]:
-    """No watcher, in any process, checkpoints the database at path meanwhile."""
-    fd = _deferred_fd(path)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH)
-        yield
-    finally:
-        os.close(fd)  # (and with it the lock)
 
 
 CACHE_KIB = (16 * 1024, 64 * 1024)  # the page cache for a big write: at least, at most
@@ -147,7 +125,6 @@ def watch(path: str, interval: float) -> None:
 def _watch(path: str, interval: float) -> None:
     seen: tuple[int, int] | None = None
     database, wal = Path(path), Path(path + "-wal")
-    deferring: int | None = None
     while True:
         time.sleep(interval)
         try:
@@ -156,11 +133,6 @@ def _watch(path: str, interval: float) -> None:
             continue
         if not database.exists():  # removed (a test database at teardown): not worth a warning
             continue
-        if deferring is None:
-            with contextlib.suppress(OSError):
-                deferring = _deferred_fd(path)
-        if deferring is not None and writelock.held_elsewhere(deferring):  # a big write is under way
-            continue  # its own checkpoint follows it
         if (stat.st_mtime_ns, stat.st_size) != seen:
             checkpoint(path)
             seen = (stat.st_mtime_ns, stat.st_size)

@@ -463,7 +463,7 @@ def staging_discard(*, session_pk: int) -> bool:
 def staging_discard_stale(*, older_than_s: float | None = None) -> int:
     """Delete the staging sessions of imports that stopped (a crash, a killed process): those
     untouched for PIWEB_IMPORT_STALE_SECONDS (an import touches its staging session with every
-    batch it writes). Run by the janitor (live/streaming.py); returns how many went."""
+    commit: at least every few seconds). Run by the janitor (live/streaming.py); returns how many went."""
     age = settings.PIWEB_IMPORT_STALE_SECONDS if older_than_s is None else older_than_s
     cutoff = timezone.now() - timedelta(seconds=age)
     stale = Session.objects.filter(staging=True, updated_at__lt=cutoff).values_list("pk", flat=True)

@@ -4,9 +4,9 @@ A writer that finds the lock taken polls for it (SQLite's busy handler: after it
 every 100 ms), so a long import could keep another writer out for as long as it writes. So every
 BEGIN of a SQLite connection holds a shared flock on "<database>.writers" until it returns (most of
 that time it waits for the write lock), and so does a write outside a transaction (Django's
-autocommit), and the import, between two batches, asks for that flock
-exclusively without blocking: refused, some writer waits, and the import lets the lock go until
-that writer has it (store/importing/pipeline.py). SQLite's WAL mode works on one host only, so a
+autocommit). The import, between two batches, asks for that flock exclusively without blocking:
+refused, some writer waits, and the import commits and lets the lock go until that writer has it
+(store/importing/pipeline.py). SQLite's WAL mode works on one host only, so a
 file lock sees every writer there can be.
 """
 
@@ -31,14 +31,11 @@ def _fd(connection: Any) -> int | None:
 
 
 def waiting(connection: Any) -> bool:
-    """Whether a writer (another connection, here or in another process) is in a BEGIN."""
+    """Whether a writer (another connection, here or in another process) is in a BEGIN, or in a
+    write outside a transaction."""
     fd = _fd(connection)
-    return fd is not None and held_elsewhere(fd)
-
-
-def held_elsewhere(fd: int) -> bool:
-    """Whether another open file (here or in another process) holds a flock on fd's file: an
-    exclusive one is tried without blocking."""
+    if fd is None:
+        return False
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -431,8 +431,11 @@ def test_a_rare_word_in_a_narrow_date_range_is_found_through_the_text_index(alic
     if connection.vendor != "postgresql":
         assert search._range_first(searchtext.parse(f"nosuchword {narrow}")) == (None, [])
         return
-    assert search._rare_word(searchtext.parse("nosuchword")) is False  # no statistics yet: none is rare
     with connection.cursor() as c:
+        # (statistics outlive the tables' flushes: an earlier test's ANALYZE may have left some)
+        c.execute("SELECT 1 FROM pg_stats WHERE tablename = 'sessions_app_searchdoc' AND most_common_elems IS NOT NULL")
+        if c.fetchone() is None:
+            assert search._rare_word(searchtext.parse("nosuchword")) is False  # no statistics: none is rare
         c.execute("ANALYZE sessions_app_searchdoc")
     assert search._rare_word(searchtext.parse("nosuchword")) is True
     assert search._rare_word(searchtext.parse('"kestrel nosuchword"')) is True

@@ -200,26 +200,3 @@ def test_no_watcher_when_switched_off_or_in_memory(tmp_path, settings):
         assert memory.connection.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000
     finally:
         memory.close()
-
-
-def test_watchers_leave_the_wal_alone_while_a_big_write_is_under_way(tmp_path, settings, all_runs):
-    """An import commits a batch at a time: checkpointing after each would copy the same pages
-    again and again on the import's cores. Its own checkpoint follows it."""
-    db = _sqlite_file(str(tmp_path / "big.sqlite3"), 50, settings)
-    path = str((tmp_path / "big.sqlite3").resolve())
-    try:
-        raw = db.connection
-        raw.execute("CREATE TABLE t (x TEXT)")
-        with checkpoint._watchers_held_off(path):
-            for _ in range(5):
-                raw.execute("BEGIN")
-                raw.executemany("INSERT INTO t VALUES (?)", [("x" * 1000,)] * 50)
-                raw.execute("COMMIT")
-                time.sleep(0.1)
-            assert [r for r in all_runs if r[1] == path] == []
-        deadline = time.monotonic() + 10
-        while (checkpoint.WATCH_THREAD_NAME, path) not in all_runs and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert (checkpoint.WATCH_THREAD_NAME, path) in all_runs  # the write over, the watcher is back
-    finally:
-        db.close()

@@ -230,3 +230,41 @@ def test_lists_and_the_api_never_load_the_big_columns(alice, generated):
     assert reads
     for big in ("extra_headers", "import_report", "header_raw"):
         assert not [s for s in reads if big in s], big
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_writer_waits_for_one_slice_of_a_long_message_not_all_of_it(alice, bob, generated):
+    """Entries held for the end of the file (here every one: the root comes last) reach the writer
+    as one message; a writer that waits gets in after the slice being written, not after them all."""
+    lines = _lines(generated(3000, seed=36))
+    data = b"\n".join([lines[0], *lines[2:], lines[1]]) + b"\n"
+    other = services.session_create(owner=bob, name="bob's")
+    seen: dict[str, Any] = {}
+    finished = threading.Event()
+
+    def append() -> None:
+        try:
+            started = time.monotonic()
+            services.entry_append(session=other, payload={"type": "custom", "customType": "tick"}, author=bob)
+            seen["append_s"], seen["import_finished"] = time.monotonic() - started, finished.is_set()
+            seen["staged"] = Entry.objects.filter(session__staging=True).count()  # committed before it got in
+        finally:
+            connections.close_all()
+
+    writer = threading.Thread(target=append)
+
+    def first_insert(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        if "INTO sessions_app_entry" in sql and not writer.is_alive() and "append_s" not in seen:
+            writer.start()
+            if connection.vendor == "sqlite":
+                _until(lambda: writelock.waiting(connection))  # it waits for the import's write lock
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(first_insert):
+        result = pipeline.session_import(owner=alice, data=data, builder="process")
+    finished.set()
+    writer.join(10)
+    assert result.added == 3000 and export_bytes(result.session) == data
+    assert seen["append_s"] < 1.0 and seen["import_finished"] is False
+    if connection.vendor == "sqlite":
+        assert 0 < seen["staged"] < 3000  # the import made way after a slice of the message

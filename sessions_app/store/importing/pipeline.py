@@ -224,7 +224,7 @@ def _import(
     with checkpoint.deferred(source.size):
         summary, digest, built_by, (file_hash, file_lines) = _build_and_write(
             stage, source, start, owner=owner, use_worker=use_worker, run=run,
-            all_lines=not stage.created and not grown, progress=progress,
+            all_lines=not stage.created and not grown, progress=progress, count_lines=increment is None,
         )  # fmt: skip
         if summary.refused or (summary.problems and not partial):
             _reject(summary.problems, summary.more_problems)
@@ -536,9 +536,10 @@ def _build_and_write(
     run: Callable[..., worker_client.WorkerRun],
     all_lines: bool,
     progress: Callable[[int], None] | None,
+    count_lines: bool,
 ) -> Outcome:
     """Steps 4 and 5: (the summary, the session's digest after the new rows, who built them, the
-    file's SHA-256 and line count)."""
+    file's SHA-256 and, if count_lines, its line count)."""
     session = stage.session
     job = worker.Job(
         session_pk=stage.rows_pk or 0, author_id=owner.pk,
@@ -550,7 +551,7 @@ def _build_and_write(
     hashed: list[Any] = []
 
     def whole_file() -> None:
-        hashed.append((source.sha256().hexdigest(), source.count(b"\n", 0, source.size)))
+        hashed.append((source.sha256().hexdigest(), source.count(b"\n", 0, source.size) if count_lines else 0))
 
     hasher = threading.Thread(target=whole_file, name="piweb-import-sha256")
     hasher.start()
@@ -590,9 +591,10 @@ def _write(
     """Step 5: write the rows as they come; the summary and the digest after them.
 
     A transaction stays open across batches until another writer waits for SQLite's write lock
-    (checked after every message), or it has been open COMMIT_AFTER_S, or the rows end. Each commit
-    also touches the staging session: it is alive. Not one transaction per batch: every commit
-    writes again the index pages its random entry ids touched (bench/bench_import_ab.py)."""
+    (checked after every WRITE_ROWS rows and every message, an idle tick of the worker's included),
+    or it has been open COMMIT_AFTER_S, or the build pauses, or the rows end. Each commit also
+    touches the staging session: it is alive. Not one transaction per batch: every commit writes
+    again the index pages its random entry ids touched (bench/bench_import_ab.py)."""
     key = chain_key()
     digest = stage.session.entries_digest or ""
     lines = source.view()
@@ -600,6 +602,15 @@ def _write(
     raw_at = rows.COLUMNS.index("raw")
     vendor = connection.vendor
     opened: float | None = None  # when the open transaction began
+
+    def settle(*, now: bool = False) -> None:
+        nonlocal opened
+        if opened is None:
+            return
+        if now or time.monotonic() - opened >= COMMIT_AFTER_S or writelock.waiting(connection):
+            _commit(open_transaction, pk=stage.rows_pk)
+            opened = None
+
     with gcpause.paused(), contextlib.ExitStack() as open_transaction:
         for kind, payload in messages:
             if kind == "rows":
@@ -612,28 +623,32 @@ def _write(
                         row[raw_at] = lines[raw[0] : raw[1]]
                         size += raw[1] - raw[0]
                 digest = rows.hash_rows(key, payload, tree.chains, digest)
-                if opened is None:
-                    open_transaction.enter_context(transaction.atomic())
-                    opened = time.monotonic()
-                with connection.cursor() as cursor:
-                    rows.insert_rows(cursor, payload, vendor=vendor, raw_bytes=True)
+                # (a message may hold every entry held for the end of the file: written in parts)
+                for at in range(0, len(payload), WRITE_ROWS):
+                    if opened is None:
+                        open_transaction.enter_context(transaction.atomic())
+                        opened = time.monotonic()
+                    with connection.cursor() as cursor:
+                        rows.insert_rows(cursor, payload[at : at + WRITE_ROWS], vendor=vendor, raw_bytes=True)
+                    settle()
                 source.read(size)
-            elif kind == "progress":
+                continue
+            if kind == "progress":
                 reported += payload
                 if progress is not None:
                     progress(payload)
+            elif kind == "pause":  # the build places held entries, which may take a while
+                settle(now=True)
             elif kind == "done":
-                if opened is not None:
-                    _commit(open_transaction, pk=stage.rows_pk)
+                settle(now=True)
                 return payload, digest
-            else:
+            elif kind != "idle":  # (idle: the worker is still building the next rows)
                 return _WorkerFailed(str(payload), reported)
-            if opened is not None and (time.monotonic() - opened >= COMMIT_AFTER_S or writelock.waiting(connection)):
-                _commit(open_transaction, pk=stage.rows_pk)
-                opened = None
+            settle()
     return _WorkerFailed("the rows ended without a summary", reported)
 
 
+WRITE_ROWS = 1000  # rows between two looks for a waiting writer
 COMMIT_AFTER_S = 5.0  # the longest a transaction stays open while no other writer waits
 
 

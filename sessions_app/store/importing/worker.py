@@ -12,11 +12,12 @@ Why fork: the child starts at once with the file's mapping (filesource.Source: s
 file is neither copied nor opened again) and every module already imported. Each process reads
 the file a block at a time and lets go of the pages it read (bounded memory, both sides).
 
-Protocol (a pipe of pickled messages): ("rows", [row, ...]), ("progress", bytes_read), then
-("done", Summary), or ("failed", reason) if the child could not finish (the importing process then
-builds the rows itself). A row (a list in rows.COLUMNS order) holds a line of the file as its
-(start, end) offsets, which the importing process has too: the lines (nearly all of the file) need
-not be pickled and piped; a line migrated from v1/v2 comes as its bytes. Its chain hash is left to
+Protocol (a pipe of pickled messages): ("rows", [row, ...]), ("progress", bytes_read), ("pause",
+None) before the entries held for the end are placed, then ("done", Summary), or ("failed",
+reason) if the child could not finish (the importing process then builds the rows itself). A row
+(a list in rows.COLUMNS order) holds a line of the file as its (start, end) offsets, which the
+importing process has too: the lines (nearly all of the file) need not be pickled and piped; a
+line migrated from v1/v2 comes as its bytes. Its chain hash is left to
 the importing process (store.rows.hash_rows).
 """
 
@@ -109,6 +110,7 @@ def build(
     except FileRefused as refused:
         yield "done", Summary(problems=[refused.problem], refused=True)
         return
+    yield "pause", None  # (to the writer: placing held entries may take a while; nothing comes meanwhile)
     for placed in intake.finish():  # (held lines: read again by their offsets)
         rows.append(row(placed))
     if rows:

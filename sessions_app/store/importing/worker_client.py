@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 
 _END = ("done", "failed")
 READER_GRACE_S = 5.0
+IDLE_S = 0.05
 F_SETPIPE_SZ: int | None = getattr(fcntl, "F_SETPIPE_SZ", None)  # Linux only
 # Linux only: there fork() is cheap and safe for a child that runs pure Python and leaves with
 # os._exit (macOS's system libraries are not fork-safe). Elsewhere files are parsed in process.
@@ -108,8 +109,14 @@ class WorkerRun:
             self.queue.put(("failed", f"unreadable worker output: {exc!r}"))
 
     def messages(self) -> Iterator[tuple[str, Any]]:
+        """The child's messages, and ("idle", None) every IDLE_S the child sends none (the
+        writer may let another writer in meanwhile)."""
         while True:
-            message = self.queue.get()
+            try:
+                message = self.queue.get(timeout=IDLE_S)
+            except queue.Empty:
+                yield "idle", None
+                continue
             yield message
             if message[0] in _END:
                 return
