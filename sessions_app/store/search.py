@@ -181,13 +181,21 @@ def _filters(query: Query) -> tuple[list[str], list[Any]]:
             f"WHERE {found} AND l.kind = 'label' AND LOWER(l.text) = LOWER(%s))"
         )
         params += [*found_params, f["label"]]
+    bounds, bound_params = _date_range(query, "d")
+    return [*where, *bounds], [*params, *bound_params]
+
+
+def _date_range(query: Query, alias: str) -> tuple[list[str], list[Any]]:
+    """The conditions of the query's after:/before: on the documents named alias, and their params."""
+    bounds: list[str] = []
+    params: list[Any] = []
     if query.after_ms is not None:
-        where.append("d.ts_ms >= %s")
+        bounds.append(f"{alias}.ts_ms >= %s")
         params.append(query.after_ms)
     if query.before_ms is not None:
-        where.append("d.ts_ms < %s")
+        bounds.append(f"{alias}.ts_ms < %s")
         params.append(query.before_ms)
-    return where, params
+    return bounds, params
 
 
 def _like(text: str) -> str:
@@ -335,14 +343,7 @@ def _range_first(query: Query) -> tuple[str | None, list[Any]]:
         return None, []
     if _rare_word(query):
         return None, []
-    bounds: list[str] = []
-    params: list[Any] = []
-    if query.after_ms is not None:
-        bounds.append("r.ts_ms >= %s")
-        params.append(query.after_ms)
-    if query.before_ms is not None:
-        bounds.append("r.ts_ms < %s")
-        params.append(query.before_ms)
+    bounds, params = _date_range(query, "r")
     range_sql = " AND ".join(bounds)
     with connection.cursor() as c:
         count = f"SELECT count(*) FROM (SELECT 1 FROM sessions_app_searchdoc r WHERE {range_sql} LIMIT %s) r"
