@@ -65,6 +65,12 @@ def test_every_page_fits_a_phone(login, new_page, server, theme):
     page = login(theme)
     visit(page, server + "/", "list", theme)
     assert page.locator("#session-table thead").is_hidden()  # cards, not a table
+    # Without the header, the count says what it counts; the cost is a sum of money, not messages.
+    after = page.evaluate(
+        "[...document.querySelectorAll('#session-table td.num')]"
+        ".map(td => [td.classList.contains('cost'), getComputedStyle(td, '::after').content])"
+    )
+    assert after and all(content == ("none" if cost else '" messages"') for cost, content in after)
     visit(page, f"{server}/sessions/{sid}/?target={tree.ids['a1']}", "session", theme)
     assert page.locator("#conversation").is_visible() and page.locator("#chat-composer").is_visible()
     assert page.locator(".tree-panel").is_hidden()
