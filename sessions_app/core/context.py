@@ -136,10 +136,7 @@ def message_span(line: bytes, data: Mapping[str, Any]) -> tuple[int, int] | None
     if data.get("type") != "message" or not isinstance(message, dict):
         return None
     for dump in _dumps_of(message):
-        # pi writes the message last: the common case needs no search.
-        if line.endswith(dump + b"}"):
-            return len(line) - len(dump) - 1, len(dump)
-        at = line.find(dump)
+        at = line.rfind(dump)  # (from the end: pi writes the message last)
         if at >= 0:
             return at, len(dump)
     return None
