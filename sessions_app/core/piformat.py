@@ -455,18 +455,32 @@ _new = tuple.__new__
 
 
 def read_entries(
-    data: bytes | Source, header: Header, limits: Limits, *, progress: Callable[[int], None] | None = None
+    data: bytes | Source,
+    header: Header,
+    limits: Limits,
+    *,
+    progress: Callable[[int], None] | None = None,
+    last_line: Callable[[int], None] | None = None,
 ) -> Iterator[Item]:
     """Every line after the header, in file order: a valid entry, an extra line, or a problem.
 
     v3 files are read a block of whole lines at a time (filesource.BLOCK; a longer line is read
     alone, one over the line limit not at all); older ones are migrated as pi does, which needs
     every line at once (v1 compactions point at lines by their index), up to max_legacy_bytes.
-    progress gets the bytes read."""
+    progress gets the bytes read; last_line, once all are read, the number of the last line (the
+    header's when none follows it; numbers go on from header.number)."""
     source = as_source(data)
     if header.version < CURRENT_VERSION:
-        yield from _migrated(source, header, limits, progress)
-        return
+        number = yield from _migrated(source, header, limits, progress)
+    else:
+        number = yield from _read_v3(source, header, limits, progress)
+    if last_line is not None:
+        last_line(number)
+
+
+def _read_v3(
+    source: Source, header: Header, limits: Limits, progress: Callable[[int], None] | None
+) -> Generator[Item, None, int]:
     start, number, size = header.end, header.number, source.size
     while start < size:
         stop = min(size, start + BLOCK)
@@ -486,6 +500,7 @@ def read_entries(
         number = yield from _read_block(source.block(start, stop), start, number, limits, progress)
         source.read(stop - start)
         start = stop
+    return number
 
 
 def _read_block(
@@ -566,7 +581,9 @@ def _read_line(
     return Line(number, data, start, end, value, preview if strict else storable(preview), ts_ms, offset)
 
 
-def _migrated(source: Source, header: Header, limits: Limits, progress: Callable[[int], None] | None) -> Iterator[Item]:
+def _migrated(
+    source: Source, header: Header, limits: Limits, progress: Callable[[int], None] | None
+) -> Generator[Item, None, int]:
     if source.size - header.end > limits.max_legacy_bytes:
         raise FileRefused(
             Problem(
@@ -578,7 +595,7 @@ def _migrated(source: Source, header: Header, limits: Limits, progress: Callable
         )
     data = source.block(0, source.size)
     parsed: list[tuple[int, dict[str, Any]]] = []
-    pending = 0
+    pending, number = 0, header.number
     for number, start, end in _lines(data, header.end, header.number):
         value, problem = (None, too_long(number, end - start, limits)) if end - start > limits.max_line_bytes else (
             _parse_line(data[start:end], number, limits))  # fmt: skip
@@ -594,10 +611,10 @@ def _migrated(source: Source, header: Header, limits: Limits, progress: Callable
         progress(pending)
     del data
     migrate([dict(header.obj), *(obj for _, obj in parsed)], header.version, header.obj["id"])
-    for number, obj in parsed:
+    for line, obj in parsed:
         text = jsjson.dumps(obj).encode()
         if obj.get("type") == "session":
-            yield Extra(number, text.decode())
+            yield Extra(line, text.decode())
             continue
-        item = entry_line(text, 0, len(text), obj, number=number)
-        yield item
+        yield entry_line(text, 0, len(text), obj, number=line)
+    return number

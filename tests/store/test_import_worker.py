@@ -172,6 +172,33 @@ def test_a_file_with_many_blank_lines_before_its_header_imports_again_as_the_sam
     assert Session.objects.filter(public_id=first.session.public_id).count() == 1
 
 
+@pytest.mark.parametrize("builder", ["process", "worker"])
+@pytest.mark.parametrize(
+    "shape",
+    ["plain", "no last newline", "blank lines around", "only the header", "header without newline", "grown", "v1"],
+)
+def test_the_stored_line_count_is_the_files_newline_count(alice, generated, builder, shape):
+    """source_lines (a sync's line numbers go on from it) comes from the reader's numbering, not
+    a second pass over the file: every shape of file ends with the newline count."""
+    body = generated(200, seed=21)
+    data = {
+        "plain": body,
+        "no last newline": body.rstrip(b"\n"),
+        "blank lines around": b"\n\n  \n" + body + b"\n\n\n",
+        "only the header": body.split(b"\n")[0] + b"\n",
+        "header without newline": body.split(b"\n")[0],
+        "grown": body,
+        "v1": LARGE_SESSION.read_bytes(),
+    }[shape]
+    if shape == "grown":
+        cut = data.index(b"\n", len(data) // 2) + 1
+        pipeline.session_import(owner=alice, data=data[:cut], builder=builder)
+        data += b"\n"  # (a blank line more: the new part counts its own lines too)
+    result = pipeline.session_import(owner=alice, data=data, builder="process" if shape == "grown" else builder)
+    result.session.refresh_from_db()
+    assert (result.session.source_lines, result.session.source_bytes) == (data.count(b"\n"), len(data))
+
+
 def test_progress_adds_up_to_the_same_either_way(alice, generated):
     data = generated(2500, seed=12)
     totals = []

@@ -222,9 +222,9 @@ def _import(
             )  # fmt: skip
     use_worker = builder == "worker" or (builder == "auto" and stage.created and _worker_worthwhile(source))
     with checkpoint.deferred(source.size):
-        summary, digest, built_by, (file_hash, file_lines) = _build_and_write(
+        summary, digest, built_by, file_hash = _build_and_write(
             stage, source, start, owner=owner, use_worker=use_worker, run=run,
-            all_lines=not stage.created and not grown, progress=progress, count_lines=increment is None,
+            all_lines=not stage.created and not grown, progress=progress,
         )  # fmt: skip
         if summary.refused or (summary.problems and not partial):
             _reject(summary.problems, summary.more_problems)
@@ -244,7 +244,7 @@ def _import(
             for name in ("name", "message_count", "first_message", "modified_ms", "cost", "total_tokens"):
                 setattr(session, name, getattr(summary.listing, name))
         if increment is None:
-            stored = _Stored(source.size, file_hash, file_lines)
+            stored = _Stored(source.size, file_hash, summary.newlines)
         else:
             grew = source.size - start.end
             lines = (stage.session.source_lines or 0) + source.count(b"\n", start.end, source.size)
@@ -523,7 +523,7 @@ def _worker_worthwhile(source: Source) -> bool:
     return worker_client.AVAILABLE and threshold >= 0 and source.size >= threshold
 
 
-Outcome = tuple[worker.Summary, str, Literal["worker", "process"], tuple[str, int]]
+Outcome = tuple[worker.Summary, str, Literal["worker", "process"], str]
 
 
 def _build_and_write(
@@ -536,22 +536,21 @@ def _build_and_write(
     run: Callable[..., worker_client.WorkerRun],
     all_lines: bool,
     progress: Callable[[int], None] | None,
-    count_lines: bool,
 ) -> Outcome:
     """Steps 4 and 5: (the summary, the session's digest after the new rows, who built them, the
-    file's SHA-256 and, if count_lines, its line count)."""
+    file's SHA-256; the summary holds its line count)."""
     session = stage.session
     job = worker.Job(
         session_pk=stage.rows_pk or 0, author_id=owner.pk,
         created_at=connection.ops.adapt_datetimefield_value(timezone.now()), limits=import_limits(), header=start,
         first_seq=session.last_seq + 1,
     )  # fmt: skip
-    # The file's hash and line count in a thread: hashlib lets go of the GIL, and both overlap the
-    # rows' building (not after them, on the import's critical path).
-    hashed: list[Any] = []
+    # The file's hash in a thread: hashlib lets go of the GIL, so it overlaps the rows' building
+    # (not after them, on the import's critical path). Its line count comes from the reader.
+    hashed: list[str] = []
 
     def whole_file() -> None:
-        hashed.append((source.sha256().hexdigest(), source.count(b"\n", 0, source.size) if count_lines else 0))
+        hashed.append(source.sha256().hexdigest())
 
     hasher = threading.Thread(target=whole_file, name="piweb-import-sha256")
     hasher.start()
@@ -575,8 +574,8 @@ def _build_and_write(
             hasher.join()
 
 
-def _whole_file(hasher: threading.Thread, hashed: list[tuple[str, int]]) -> tuple[str, int]:
-    """The file's SHA-256 (hex) and newline count."""
+def _whole_file(hasher: threading.Thread, hashed: list[str]) -> str:
+    """The file's SHA-256 (hex)."""
     hasher.join()
     return hashed[0]
 

@@ -63,6 +63,7 @@ class Summary:
     problems: list[Problem] = field(default_factory=list)
     more_problems: int = 0  # past the problems listed
     refused: bool = False  # a problem that refuses the file whole was found: reading stopped there
+    newlines: int = 0  # the file's newline count, from its start (the reader numbers every line)
     private_mb: float = 0.0  # the child's memory of its own at the end (not shared with its parent)
 
 
@@ -79,6 +80,7 @@ def build(
     states: dict[int, Any] = {}
     rows: list[list[Any]] = []
     read: list[int] = []
+    last_line: list[int] = []
 
     session_pk, author_id, created_at = job.session_pk, job.author_id, job.created_at
 
@@ -90,7 +92,7 @@ def build(
 
     add, batch = intake.add, FIRST_BATCH
     try:
-        for item in read_entries(data, job.header, job.limits, progress=read.append):
+        for item in read_entries(data, job.header, job.limits, progress=read.append, last_line=last_line.append):
             placed = add(item)
             if placed is not None:
                 line = placed.line
@@ -127,6 +129,7 @@ def build(
             intake.extra_lines,
             intake.problems,
             intake.more_problems,
+            newlines=last_line[0] - (data.buffer[data.size - 1] != 10),  # (10: a last line with its newline)
         ),
     )
 
