@@ -2,10 +2,10 @@
 
     .venv/bin/python bench/bench_side_effects.py --file F [--runs 5] [--appends 1000]
 
-  gc pause         store/importing/gcpause.py: the cyclic GC held off while an import writes rows;
-                   a 100k import with it and without it (gcpause.paused made a no-op)
-  sqlite adapters  identity adapters for None, bytes and memoryview (apps.py had them until their
-                   0.6% was measured here); the same import without them and with them
+  gc pause         store/importing/bulkwrite.py: the cyclic GC held off while an import writes
+                   rows; a 100k import with it and without it (bulkwrite.gc_paused made a no-op)
+  sqlite adapters  bulkwrite.sqlite_binding: identity sqlite3 adapters for None, bytes and
+                   memoryview while an import writes rows; the same import with and without them
   WAL watcher      store/checkpoint.py: a thread per database file checkpoints the WAL;
                    appends' median and p99 with it (PIWEB_WAL_CHECKPOINT_MS=250) and without (0)
   daphne patch     piweb/uploads.py: Twisted's multipart parsing switched off for daphne's
@@ -43,13 +43,12 @@ user = User.objects.create_user("bench")
 """
 
 IMPORT = r"""
-import contextlib, sqlite3
-from sessions_app.store.importing import gcpause, pipeline
+import contextlib
+from sessions_app.store.importing import bulkwrite, pipeline
 if os.environ["EFFECT"] == "gc pause" and os.environ["STATE"] == "off":
-    gcpause.paused = contextlib.nullcontext
-if os.environ["EFFECT"] == "sqlite adapters" and os.environ["STATE"] == "on":
-    for kind in (type(None), bytes, memoryview):
-        sqlite3.register_adapter(kind, lambda value: value)
+    bulkwrite.gc_paused = contextlib.nullcontext
+if os.environ["EFFECT"] == "sqlite adapters" and os.environ["STATE"] == "off":
+    bulkwrite.sqlite_binding = contextlib.nullcontext
 data = open(sys.argv[1], "rb").read()
 t0 = time.perf_counter()
 pipeline.session_import(owner=user, data=data)

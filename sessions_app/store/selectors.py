@@ -24,7 +24,7 @@ from sessions_app.errors import EntryNotFound
 from sessions_app.models import BIG_COLUMNS, VISIBLE, Entry, Membership, Session
 from sessions_app.store import tree_nodes
 from sessions_app.store.batches import select_in
-from sessions_app.store.importing import gcpause
+from sessions_app.store.importing import bulkwrite
 
 
 def session_get_for_user(*, user: User | AnonymousUser, public_id: str, need: Capability = "read") -> Session:
@@ -145,7 +145,7 @@ def entry_lines(*, session: Session, ids: Iterable[str]) -> dict[str, dict[str, 
     """These entries' lines, parsed, by id: the few a page draws out of a long path."""
     raw = "CAST(raw AS BLOB)" if connection.vendor == "sqlite" else "raw"
     sql = f"SELECT entry_id, {raw} FROM sessions_app_entry WHERE session_id = %s AND entry_id IN ({{marks}})"
-    with gcpause.paused():  # thousands of parsed lines kept at once (compare_split says why)
+    with bulkwrite.gc_paused():  # thousands of parsed lines kept at once (compare_split says why)
         return {row[0]: jsjson.loads(row[1]) for row in select_in(sql, [session.pk], dict.fromkeys(ids))}
 
 
@@ -153,8 +153,8 @@ def compare_split(*, session: Session, a: str, b: str) -> Split:
     """Paths to a and to b (path_heads: no lines read), cut below where they part
     (core/compare.py); EntryNotFound names an id the session does not have."""
     # Two long paths are many small objects kept at once: the collector's full passes over them
-    # would cost more than reading them (gcpause.py).
-    with gcpause.paused():
+    # would cost more than reading them (bulkwrite.py).
+    with bulkwrite.gc_paused():
         path_a = path_heads(session=session, leaf_id=a)
         if not path_a:
             raise _not_found(a)

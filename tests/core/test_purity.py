@@ -9,7 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "sessions_app"
-ALSO_PURE = ["sessions_app.store.rows", "sessions_app.store.importing.worker", "sessions_app.store.importing.gcpause"]
+ALSO_PURE = ["sessions_app.store.rows", "sessions_app.store.importing.worker", "sessions_app.store.importing.bulkwrite"]
 
 
 def pure_modules() -> list[str]:

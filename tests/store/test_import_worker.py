@@ -212,22 +212,28 @@ def test_progress_adds_up_to_the_same_either_way(alice, generated):
 
 @pytest.mark.parametrize("builder", ["process", "worker"])
 def test_the_collector_is_held_off_while_rows_are_stored_and_resumes_after(alice, generated, builder):
-    """gcpause around the bulk phase (progress is reported from inside it), resumed after, also when
-    the file is rejected."""
+    """bulkwrite's settings around the bulk phase (progress is reported from inside it), undone
+    after, also when the file is rejected."""
     import gc
+    import sqlite3
 
-    from sessions_app.store.importing import gcpause
+    from sessions_app.store.importing import bulkwrite
+
+    def adapted() -> bool:
+        return (type(None), sqlite3.PrepareProtocol) in sqlite3.adapters
 
     data = generated(2500, seed=14)
-    assert gc.isenabled()
-    during: list[bool] = []
-    pipeline.session_import(owner=alice, data=data, progress=lambda n: during.append(gc.isenabled()), builder=builder)
-    assert during and not any(during)
-    assert gc.isenabled() and gcpause._holders == 0
+    assert gc.isenabled() and not adapted()
+    during: list[tuple[bool, bool]] = []
+    pipeline.session_import(
+        owner=alice, data=data, progress=lambda n: during.append((gc.isenabled(), adapted())), builder=builder
+    )
+    assert during and set(during) == {(False, True)}
+    assert gc.isenabled() and bulkwrite.gc_paused.holders == 0 and not adapted()
     broken = data.rstrip(b"\n") + b"\n{not json\n"
     with pytest.raises(ImportRejected):
         pipeline.session_import(owner=alice, data=broken, builder=builder)  # its new tail has a broken line
-    assert gc.isenabled() and gcpause._holders == 0
+    assert gc.isenabled() and bulkwrite.gc_paused.holders == 0 and not adapted()
 
 
 # --- a child that fails -------------------------------------------------------------------------

@@ -71,7 +71,7 @@ from sessions_app.errors import (
 )
 from sessions_app.models import VISIBLE, Session
 from sessions_app.store import checkpoint, rows, search_index, services, writelock
-from sessions_app.store.importing import gcpause, identity, worker, worker_client
+from sessions_app.store.importing import bulkwrite, identity, worker, worker_client
 from sessions_app.store.services import chain_key
 from sessions_app.store.stored_tree import DbTree
 
@@ -610,7 +610,7 @@ def _write(
             _commit(open_transaction, pk=stage.rows_pk)
             opened = None
 
-    with gcpause.paused(), contextlib.ExitStack() as open_transaction:
+    with bulkwrite.gc_paused(), bulkwrite.sqlite_binding(), contextlib.ExitStack() as open_transaction:
         for kind, payload in messages:
             if kind == "rows":
                 pk = stage.rows_pk if stage.rows_pk is not None else _sibling(stage)
