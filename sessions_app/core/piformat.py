@@ -472,15 +472,9 @@ def read_entries(
     source = as_source(data)
     if header.version < CURRENT_VERSION:
         number = yield from _migrated(source, header, limits, progress)
-    else:
-        number = yield from _read_v3(source, header, limits, progress)
-    if last_line is not None:
-        last_line(number)
-
-
-def _read_v3(
-    source: Source, header: Header, limits: Limits, progress: Callable[[int], None] | None
-) -> Generator[Item, None, int]:
+        if last_line is not None:
+            last_line(number)
+        return
     start, number, size = header.end, header.number, source.size
     while start < size:
         stop = min(size, start + BLOCK)
@@ -500,7 +494,8 @@ def _read_v3(
         number = yield from _read_block(source.block(start, stop), start, number, limits, progress)
         source.read(stop - start)
         start = stop
-    return number
+    if last_line is not None:
+        last_line(number)
 
 
 def _read_block(
