@@ -39,37 +39,32 @@ ROWS_PER_STATEMENT = 40  # 20 saves ~1% less, 100 ~0.3% more; SQLite allows 32,7
 
 
 @cache  # a few dozen statements: each size of a last, partial list
-def statement(rows: int, *, vendor: str, raw_bytes: bool = False, qmark: bool = False) -> str:
+def statement(rows: int, *, vendor: str, raw_bytes: bool = False) -> str:
     """INSERT of `rows` rows in COLUMNS order, as the vendor's cursor takes it.
 
     raw_bytes: the raw column's values are the line's UTF-8 bytes (a memoryview of the file), which
-    the database decodes. qmark: "?" placeholders, for a DB-API sqlite3 cursor (Django's takes %s)."""
-    mark = "?" if qmark else "%s"
-    text_of = {"sqlite": f"CAST({mark} AS TEXT)", "postgresql": f"convert_from({mark}, 'UTF8')"}
-    one = "(" + ", ".join(text_of[vendor] if raw_bytes and name == "raw" else mark for name in COLUMNS) + ")"
+    the database decodes."""
+    text_of = {"sqlite": "CAST(%s AS TEXT)", "postgresql": "convert_from(%s, 'UTF8')"}
+    one = "(" + ", ".join(text_of[vendor] if raw_bytes and name == "raw" else "%s" for name in COLUMNS) + ")"
     verb = "INSERT OR FAIL" if vendor == "sqlite" and rows > 1 else "INSERT"
     return f"{verb} INTO sessions_app_entry ({', '.join(COLUMNS)}) VALUES {', '.join([one] * rows)}"
 
 
-def insert_rows(
-    cursor: Any, rows: Sequence[Sequence[Any]], *, vendor: str, raw_bytes: bool = False, qmark: bool = False
-) -> None:
+def insert_rows(cursor: Any, rows: Sequence[Sequence[Any]], *, vendor: str, raw_bytes: bool = False) -> None:
     """Write rows (each in COLUMNS order) with `cursor`, in list order."""
     if not rows:
         return
     if vendor != "sqlite":
-        cursor.executemany(statement(1, vendor=vendor, raw_bytes=raw_bytes, qmark=qmark), rows)
+        cursor.executemany(statement(1, vendor=vendor, raw_bytes=raw_bytes), rows)
         return
     size = ROWS_PER_STATEMENT
     whole = len(rows) - len(rows) % size
     if whole:
         lists = [tuple(chain.from_iterable(rows[i : i + size])) for i in range(0, whole, size)]
-        cursor.executemany(statement(size, vendor=vendor, raw_bytes=raw_bytes, qmark=qmark), lists)
+        cursor.executemany(statement(size, vendor=vendor, raw_bytes=raw_bytes), lists)
     if whole < len(rows):
         rest = rows[whole:]
-        cursor.execute(
-            statement(len(rest), vendor=vendor, raw_bytes=raw_bytes, qmark=qmark), tuple(chain.from_iterable(rest))
-        )
+        cursor.execute(statement(len(rest), vendor=vendor, raw_bytes=raw_bytes), tuple(chain.from_iterable(rest)))
 
 
 _SEQ, _ID, _PARENT, _RAW, _CHAIN = (COLUMNS.index(c) for c in ("seq", "entry_id", "parent_id", "raw", "chain_hash"))

@@ -19,7 +19,7 @@ from sessions_app.access import permissions
 from sessions_app.errors import ImportRejected, SessionNotFound
 from sessions_app.models import Entry, Session
 from sessions_app.store import integrity, selectors, services, writelock
-from sessions_app.store.importing import pipeline
+from sessions_app.store.importing import pipeline, writing
 from tests.store.helpers import assert_tree, export_bytes
 
 
@@ -145,7 +145,7 @@ def test_a_reimport_stays_invisible_until_its_rows_are_copied_in(alice, generate
         seen.update(_in_thread(look))
 
     progress, done = midway(check)
-    monkeypatch.setattr(pipeline, "COMMIT_AFTER_S", 0)  # the first rows are committed when check() runs
+    monkeypatch.setattr(writing, "COMMIT_AFTER_S", 0)  # the first rows are committed when check() runs
     result = pipeline.session_import(owner=alice, data=data, progress=progress)
     assert done
     assert seen["staged"] > 0  # the new rows were being written, elsewhere...
@@ -179,7 +179,7 @@ def test_a_failed_import_is_deleted_whole(alice, generated):
 @pytest.mark.django_db
 def test_a_stopped_import_leaves_only_a_staging_session_that_the_janitor_deletes(alice, generated, monkeypatch):
     data = generated(500, seed=34)
-    monkeypatch.setattr(pipeline, "COMMIT_AFTER_S", 0)  # rows were committed before the kill
+    monkeypatch.setattr(writing, "COMMIT_AFTER_S", 0)  # rows were committed before the kill
     with monkeypatch.context() as patched:  # a kill: nothing after it runs
         patched.setattr(pipeline, "_discard", lambda stage, published=False: None)
         with pytest.raises(KeyboardInterrupt):
@@ -197,7 +197,7 @@ def test_a_stopped_import_leaves_only_a_staging_session_that_the_janitor_deletes
 @pytest.mark.django_db
 def test_the_next_import_of_a_stopped_file_replaces_its_staging_session(alice, generated, monkeypatch, settings):
     data = generated(300, seed=35)
-    monkeypatch.setattr(pipeline, "COMMIT_AFTER_S", 0)  # rows were committed before the kill
+    monkeypatch.setattr(writing, "COMMIT_AFTER_S", 0)  # rows were committed before the kill
     with monkeypatch.context() as patched:
         patched.setattr(pipeline, "_discard", lambda stage, published=False: None)
         with pytest.raises(KeyboardInterrupt):

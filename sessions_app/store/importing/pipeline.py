@@ -9,10 +9,9 @@
 4. build the rows (worker.build: read and check each line, place each entry, make its row, and
    for a new session its search index rows), in a forked child for a large new file
    (worker_client), in this process otherwise;
-5. write them as they come, a batch at a time: each row's chain hash and the session's running
-   digest (rows.hash_rows), then multi-row INSERTs (rows.insert_rows) into the staging session,
-   the garbage collector held off; a transaction stays open across batches, and commits at once
-   when another writer waits (or after COMMIT_AFTER_S);
+5. write them as they come, a batch at a time (writing.write): each row's chain hash and the
+   session's running digest, then multi-row INSERTs into the staging session; a transaction
+   stays open across batches, and commits at once when another writer waits;
 6. publish (one short transaction), or discard: a file with problems is refused whole, unless
    partial; the staging session is then deleted whole (services.staging_discard, the one delete
    path; never its rows one by one). Otherwise a new session's row gets its fields and stops being
@@ -41,12 +40,11 @@ code, and a child that fails hands the file back to this process (its stage is d
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal
@@ -70,9 +68,9 @@ from sessions_app.errors import (
     SyncConflict,
 )
 from sessions_app.models import VISIBLE, Session
-from sessions_app.store import checkpoint, rows, search_index, services, writelock
-from sessions_app.store.importing import bulkwrite, identity, worker, worker_client
-from sessions_app.store.services import chain_key
+from sessions_app.store import checkpoint, rows, search_index, services
+from sessions_app.store.importing import identity, worker, worker_client, writing
+from sessions_app.store.importing.writing import WorkerFailed
 from sessions_app.store.stored_tree import DbTree
 
 log = logging.getLogger(__name__)
@@ -168,7 +166,7 @@ def session_import(
                                origin=origin, expect_pk=expect_pk)  # fmt: skip
         except _Raced:
             return session_import(**again, builder=builder)
-        except _WorkerFailed:
+        except WorkerFailed:
             return session_import(**again, builder="process", in_place=True)
     try:
         stage = _open_stage(owner, header, stale_s=_stale_s(origin))
@@ -178,7 +176,7 @@ def session_import(
         return _import(stage, source, header, owner=owner, source_path=source_path, partial=partial,
                        progress=progress, builder=builder, run=run, increment=increment, origin=origin,
                        expect_pk=expect_pk)  # fmt: skip
-    except _WorkerFailed as failed:
+    except WorkerFailed as failed:
         _discard(stage)
         log.info("import of %s: rows built in process instead (%s)", header.obj["id"], failed.reason)
         if progress is not None and failed.reported:
@@ -348,13 +346,6 @@ class _Raced(Exception):
     """Another import of the same new file began at the same moment (or, in place, is staging)."""
 
 
-class _WorkerFailed(Exception):
-    def __init__(self, reason: str, reported: int) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.reported = reported  # progress already reported
-
-
 def _being_imported(public_id: str) -> SessionConflict:
     return SessionConflict(f"session {public_id} is being imported; import it again once that import is done")
 
@@ -414,6 +405,20 @@ def _sibling(stage: _Stage) -> int:
         )  # fmt: skip
         stage.rows_pk = sibling.pk
     return stage.rows_pk
+
+
+@dataclass(frozen=True, slots=True)
+class _Rows:
+    """The stage as writing.write sees it: where its rows go, and the digest they continue."""
+
+    stage: _Stage
+
+    @property
+    def digest(self) -> str:
+        return self.stage.session.entries_digest or ""
+
+    def session_pk(self) -> int:
+        return self.stage.rows_pk if self.stage.rows_pk is not None else _sibling(self.stage)
 
 
 def _discard(stage: _Stage, *, published: bool = False) -> None:
@@ -558,15 +563,15 @@ def _build_and_write(
         if use_worker:
             child = run(job, source)
             try:
-                written = _write(stage, source, child.messages(), DbTree(session, empty=True), progress)
+                written = writing.write(_Rows(stage), source, child.messages(), DbTree(session, empty=True), progress)
             finally:
                 child.close()
-            if isinstance(written, _WorkerFailed):
+            if isinstance(written, WorkerFailed):
                 raise written
             return (*written, "worker", _whole_file(hasher, hashed))
         tree = DbTree(session, all_lines=all_lines, all_ids=not all_lines, empty=stage.created)
         messages = worker.build(source, job, stored=tree, listing=session)
-        built = _write(stage, source, messages, tree, progress)
+        built = writing.write(_Rows(stage), source, messages, tree, progress)
         assert isinstance(built, tuple)  # (this process's build raises rather than fail)
         return (*built, "process", _whole_file(hasher, hashed))
     finally:
@@ -578,88 +583,6 @@ def _whole_file(hasher: threading.Thread, hashed: list[str]) -> str:
     """The file's SHA-256 (hex)."""
     hasher.join()
     return hashed[0]
-
-
-def _write(
-    stage: _Stage,
-    source: Source,
-    messages: Iterator[tuple[str, Any]],
-    tree: DbTree,
-    progress: Callable[[int], None] | None,
-) -> tuple[worker.Summary, str] | _WorkerFailed:
-    """Step 5: write the rows as they come; the summary and the digest after them.
-
-    A transaction stays open across batches until another writer waits for SQLite's write lock
-    (checked after every WRITE_ROWS rows and every message, an idle tick of the worker's included),
-    or it has been open COMMIT_AFTER_S, or the build pauses, or the rows end. Each commit also
-    touches the staging session: it is alive. Not one transaction per batch: every commit writes
-    again the index pages its random entry ids touched (bench/bench_import_ab.py)."""
-    key = chain_key()
-    digest = stage.session.entries_digest or ""
-    lines = source.view()
-    reported = 0
-    raw_at = rows.COLUMNS.index("raw")
-    vendor = connection.vendor
-    opened: float | None = None  # when the open transaction began
-
-    def settle(*, now: bool = False) -> None:
-        nonlocal opened
-        if opened is None:
-            return
-        if now or time.monotonic() - opened >= COMMIT_AFTER_S or writelock.waiting(connection):
-            _commit(open_transaction, pk=stage.rows_pk)
-            opened = None
-
-    with bulkwrite.gc_paused(), bulkwrite.sqlite_binding(), contextlib.ExitStack() as open_transaction:
-        for kind, payload in messages:
-            if kind == "rows":
-                pk = stage.rows_pk if stage.rows_pk is not None else _sibling(stage)
-                size = 0
-                for row in payload:
-                    row[0] = pk
-                    raw = row[raw_at]
-                    if type(raw) is tuple:
-                        row[raw_at] = lines[raw[0] : raw[1]]
-                        size += raw[1] - raw[0]
-                digest = rows.hash_rows(key, payload, tree.chains, digest)
-                # (a message may hold every entry held for the end of the file: written in parts)
-                for at in range(0, len(payload), WRITE_ROWS):
-                    if opened is None:
-                        open_transaction.enter_context(transaction.atomic())
-                        opened = time.monotonic()
-                    with connection.cursor() as cursor:
-                        rows.insert_rows(cursor, payload[at : at + WRITE_ROWS], vendor=vendor, raw_bytes=True)
-                    settle()
-                source.read(size)
-                continue
-            if kind == "progress":
-                reported += payload
-                if progress is not None:
-                    progress(payload)
-            elif kind == "pause":  # the build places held entries, which may take a while
-                settle(now=True)
-            elif kind == "done":
-                settle(now=True)
-                return payload, digest
-            elif kind != "idle":  # (idle: the worker is still building the next rows)
-                return _WorkerFailed(str(payload), reported)
-            settle()
-    return _WorkerFailed("the rows ended without a summary", reported)
-
-
-WRITE_ROWS = 1000  # rows between two looks for a waiting writer
-COMMIT_AFTER_S = 5.0  # the longest a transaction stays open while no other writer waits
-
-
-def _commit(open_transaction: contextlib.ExitStack, *, pk: int | None) -> None:
-    """Touch the staging session and commit; let a waiting writer in."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "UPDATE sessions_app_session SET updated_at = %s WHERE id = %s",
-            [connection.ops.adapt_datetimefield_value(timezone.now()), pk],
-        )
-    open_transaction.close()
-    writelock.make_way(connection)
 
 
 def _finish(session: Session, *, owner: User, size: int, source_path: str, created: bool, added: int, via: str) -> None:
