@@ -172,7 +172,8 @@ def _filters(query: Query) -> tuple[list[str], list[Any]]:
         if not words:
             found, found_params = "1=1", []  # (no word to look up: every label row is read)
         elif connection.vendor == "postgresql":
-            found, found_params = "l.tsv @@ plainto_tsquery('simple', %s)", [f["label"]]
+            # Its words, as the index split them: PostgreSQL's parser keeps "bug-828" whole, or "-828".
+            found, found_params = "l.tsv @@ plainto_tsquery('simple', %s)", [" ".join(words)]
         else:
             found = "l.id IN (SELECT rowid FROM sessions_app_search_fts WHERE sessions_app_search_fts MATCH %s)"
             found_params = [searchtext.Query(phrases=[words]).fts5()]

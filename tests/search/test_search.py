@@ -121,6 +121,10 @@ def test_a_label_hit_lands_on_its_target_and_the_last_label_wins(alice, talk):
     assert _found(alice, "failed label:postmortem") == set()  # the label in force filters
     assert _found(alice, "failed label:INCIDENT") == {(s.public_id, ids["u2"])}
     assert _found(alice, "label:incident") == {(s.public_id, ids["u2"])}  # (no words: the filter alone)
+    services.label_set(session=s, target_id=ids["u2"], label="bug-828", author=alice)  # words and punctuation
+    assert _found(alice, "failed label:bug-828") == {(s.public_id, ids["u2"])}
+    assert _found(alice, "label:BUG-828") == {(s.public_id, ids["u2"])}
+    assert _found(alice, "failed label:bug-82") == set()
     services.label_set(session=s, target_id=ids["u2"], label="✓✓", author=alice)  # no word characters
     assert _found(alice, "failed label:✓✓") == {(s.public_id, ids["u2"])}
     assert _found(alice, "failed label:✓") == set()
