@@ -262,9 +262,10 @@ def search(*, user: User | AnonymousUser, q: str, limit: int = 20, cursor: str |
         # A narrow date range read first, the rest tested on its documents: newest first by id,
         # a range at the start of every session is reached only after each session's later rows.
         scan, scan_params = _range_first(query) if order == f"{key} DESC" else (None, [])
-        sql = f"SELECT {key} FROM {scan or source} WHERE {where} ORDER BY {order} LIMIT %s"
+        span, span_params = _session_span(user, query, key)
+        sql = f"SELECT {key} FROM {scan or source} WHERE {where}{span} ORDER BY {order} LIMIT %s"
         with connection.cursor() as c:
-            c.execute(sql, [*scan_params, *all_params, window])
+            c.execute(sql, [*scan_params, *all_params, *span_params, window])
             found = [row[0] for row in c.fetchall()]
     page: list[int]
     if counted and ((state is None and len(found) <= RANK_WINDOW) or (state is not None and state["m"] == "rank")):
@@ -370,6 +371,27 @@ def _newest_phrase_matches(
     if len(found) > limit and (state is None or state["m"] == "time"):
         return found, False
     return None
+
+
+def _session_span(user: User | AnonymousUser, query: Query, key: str) -> tuple[str, list[Any]]:
+    """On SQLite, with session: naming one readable session, a condition (and its params) on the
+    ids of its documents' span, to AND to the query: FTS5 then seeks its lists of matches to the
+    span, where newest first it read every later session's matches before this one's. (Not in
+    _scores: its ids are given, and with a span SQLite walks the session's documents instead.)"""
+    if connection.vendor != "sqlite" or "session" not in query.filters:
+        return "", []
+    sessions = selectors.session_list_for_user(user=user).filter(public_id=query.filters["session"])
+    pks = list(sessions.order_by().values_list("pk", flat=True)[:2])
+    if len(pks) != 1:
+        return "", []
+    with connection.cursor() as c:
+        c.execute(
+            "SELECT (SELECT min(id) FROM sessions_app_searchdoc WHERE session_id = %s), "
+            "(SELECT max(id) FROM sessions_app_searchdoc WHERE session_id = %s)",
+            [pks[0], pks[0]],
+        )
+        first, last = c.fetchone()
+    return f" AND {key} BETWEEN %s AND %s", [first, last]
 
 
 def _range_first(query: Query) -> tuple[str | None, list[Any]]:
