@@ -7,9 +7,10 @@ and the answer says so (ranking every match of a very common word would cost sec
 an append after everything before it. The full-text index hands matches over in that order, so
 the newest few of a million are found without sorting them all by entry date (15x faster on
 SQLite); an old file imported today counts as new. On PostgreSQL two shapes read otherwise, with
-the same hits: a narrow date range is read first (_range_first), and a phrase with a filter is
-looked for among the newest filtered documents first (_newest_phrase_matches), which may answer
-newest first without counting every match (ranked=false).
+the same hits: a narrow date range is read first (_range_first), and a phrase with a filter or
+within one session is looked for among the newest filtered documents first
+(_newest_phrase_matches), which may answer newest first without counting every match
+(ranked=false). Within one session "newest" is (seq, id), and so is its cursor (_below).
 """
 
 from __future__ import annotations
@@ -171,7 +172,8 @@ def _filters(query: Query) -> tuple[list[str], list[Any]]:
         if not words:
             found, found_params = "1=1", []  # (no word to look up: every label row is read)
         elif connection.vendor == "postgresql":
-            found, found_params = "l.tsv @@ plainto_tsquery('simple', %s)", [f["label"]]
+            # Its words, as the index split them: PostgreSQL's parser keeps "bug-828" whole, or "-828".
+            found, found_params = "l.tsv @@ plainto_tsquery('simple', %s)", [" ".join(words)]
         else:
             found = "l.id IN (SELECT rowid FROM sessions_app_search_fts WHERE sessions_app_search_fts MATCH %s)"
             found_params = [searchtext.Query(phrases=[words]).fts5()]
@@ -249,19 +251,21 @@ def search(*, user: User | AnonymousUser, q: str, limit: int = 20, cursor: str |
         # session's documents are indexed in seq order). By id alone PostgreSQL reads back from
         # the newest document of all, through every later session, before reaching this one's.
         order = "d.seq DESC, d.id DESC"
-    if state is not None and state["m"] == "time":
-        where += f" AND {key} < %s"
-        all_params.append(state["i"])
+    below = _below(order, key, state["i"]) if state is not None and state["m"] == "time" else None
+    if below is not None:
+        where += f" AND {below[0]}"
+        all_params += below[1]
     window = max(RANK_WINDOW, limit) + 1
-    probed = _newest_phrase_matches(user, query, state, window, limit) if order == f"{key} DESC" else None
+    probed = _newest_phrase_matches(user, query, state, below, window, limit, order)
     found, counted = probed if probed is not None else (None, True)
     if found is None:
         # A narrow date range read first, the rest tested on its documents: newest first by id,
         # a range at the start of every session is reached only after each session's later rows.
         scan, scan_params = _range_first(query) if order == f"{key} DESC" else (None, [])
-        sql = f"SELECT {key} FROM {scan or source} WHERE {where} ORDER BY {order} LIMIT %s"
+        span, span_params = _session_span(user, query, key)
+        sql = f"SELECT {key} FROM {scan or source} WHERE {where}{span} ORDER BY {order} LIMIT %s"
         with connection.cursor() as c:
-            c.execute(sql, [*scan_params, *all_params, window])
+            c.execute(sql, [*scan_params, *all_params, *span_params, window])
             found = [row[0] for row in c.fetchall()]
     page: list[int]
     if counted and ((state is None and len(found) <= RANK_WINDOW) or (state is not None and state["m"] == "rank")):
@@ -294,35 +298,69 @@ PROBE = 10_000  # the newest documents past the filters a phrase is first looked
 RANGE_FIRST = 40_000  # a date range with fewer documents than this is read first (PostgreSQL)
 
 
+def _below(order: str, key: str, pk: int) -> tuple[str, list[Any]]:
+    """The condition (and its params) of the documents past a newest-first cursor's last hit pk.
+    Within one session, (seq, id) below the hit's: the same documents (a session's are indexed
+    in seq order), but a bound on the (session, seq) index the planner can weigh; of id < pk it
+    takes the share of all documents below pk, and sorted a whole old session to page it."""
+    if order.startswith("d.seq"):
+        with connection.cursor() as c:
+            c.execute("SELECT seq FROM sessions_app_searchdoc WHERE id = %s", [pk])
+            row = c.fetchone()
+        if row is not None:
+            return "(d.seq, d.id) < (%s, %s)", [row[0], pk]
+    return f"{key} < %s", [pk]
+
+
 def _newest_phrase_matches(
-    user: User | AnonymousUser, query: Query, state: dict[str, Any] | None, window: int, limit: int
+    user: User | AnonymousUser,
+    query: Query,
+    state: dict[str, Any] | None,
+    below: tuple[str, list[Any]] | None,
+    window: int,
+    limit: int,
+    order: str,
 ) -> tuple[list[int], bool] | None:
-    """On PostgreSQL, a phrase with role:, tool: or model: looked for first among the PROBE newest
-    documents those filters let through. PostgreSQL prices a phrase as if its words were
-    unrelated, far rarer than words that go together are side by side, and reads every document
-    with all the words instead (a second and more on the 1M corpus); a GIN index keeps no
+    """On PostgreSQL, a phrase with role:, tool: or model:, or within one session (without a date
+    range), looked for first among the PROBE newest documents those filters let through, in the
+    query's order. PostgreSQL prices a phrase as if its words were unrelated, far rarer than
+    words that go together are side by side, and reads every document with all the words instead
+    (a second and more on the 1M corpus; within one session, each of its documents with the
+    words, where its newest few thousand held a window of matches); a GIN index keeps no
     positions, so a phrase of common words seldom side by side costs as much whatever the plan.
+    Not when a word is rare: its few documents come from the text index faster than a probe.
 
     (the newest matches, whether they are all there is to rank): the newest `window` matches
     when the probe holds them, or every match when the probe saw every document past the filters
     (both counted); more than a page of them, but not all (not counted: the answer is newest
     first, and its next page goes on below its last hit); else None (the whole query then)."""
-    if connection.vendor != "postgresql" or not query.phrases or not {"role", "tool", "model"} & set(query.filters):
+    if connection.vendor != "postgresql" or not query.phrases:
+        return None
+    if not {"role", "tool", "model", "session"} & set(query.filters):
+        return None
+    readable, readable_params = _readable(user, query)
+    if readable == "d.session_id = %s":
+        # One session: its newest documents through the (session, seq) index (the query's order).
+        # A date range may lie deep in it and the walk read all of it: the whole query then.
+        if query.after_ms is not None or query.before_ms is not None:
+            return None
+    elif not {"role", "tool", "model"} & set(query.filters):
+        return None
+    if _rare_word(query):
         return None
     _, match, match_params, _ = _match(query)
-    readable, readable_params = _readable(user, query)
     where, filter_params = _filters(query)
     inner = " AND ".join([readable, *where])
     params = [*readable_params, *filter_params]
-    if state is not None and state["m"] == "time":
-        inner += " AND d.id < %s"
-        params.append(state["i"])
+    if below is not None:
+        inner += f" AND {below[0]}"
+        params += below[1]
     # The matches, and the probe's last document (n = PROBE) if it gets that far: the rows are
     # read only until the window is full, and the last one tells a full probe from every document.
     sql = (
-        f"SELECT d.id, d.m, d.n FROM (SELECT d.id, {match} AS m, "
-        f"row_number() OVER (ORDER BY d.id DESC) AS n FROM sessions_app_searchdoc d WHERE {inner} "
-        "ORDER BY d.id DESC LIMIT %s) d WHERE d.m OR d.n = %s ORDER BY d.id DESC LIMIT %s"
+        f"SELECT d.id, d.m, d.n FROM (SELECT d.id, d.seq, {match} AS m, "
+        f"row_number() OVER (ORDER BY {order}) AS n FROM sessions_app_searchdoc d WHERE {inner} "
+        f"ORDER BY {order} LIMIT %s) d WHERE d.m OR d.n = %s ORDER BY {order} LIMIT %s"
     )
     with connection.cursor() as c:
         c.execute(sql, [*match_params, *params, PROBE, PROBE, window + 1])
@@ -333,6 +371,27 @@ def _newest_phrase_matches(
     if len(found) > limit and (state is None or state["m"] == "time"):
         return found, False
     return None
+
+
+def _session_span(user: User | AnonymousUser, query: Query, key: str) -> tuple[str, list[Any]]:
+    """On SQLite, with session: naming one readable session, a condition (and its params) on the
+    ids of its documents' span, to AND to the query: FTS5 then seeks its lists of matches to the
+    span, where newest first it read every later session's matches before this one's. (Not in
+    _scores: its ids are given, and with a span SQLite walks the session's documents instead.)"""
+    if connection.vendor != "sqlite" or "session" not in query.filters:
+        return "", []
+    sessions = selectors.session_list_for_user(user=user).filter(public_id=query.filters["session"])
+    pks = list(sessions.order_by().values_list("pk", flat=True)[:2])
+    if len(pks) != 1:
+        return "", []
+    with connection.cursor() as c:
+        c.execute(
+            "SELECT (SELECT min(id) FROM sessions_app_searchdoc WHERE session_id = %s), "
+            "(SELECT max(id) FROM sessions_app_searchdoc WHERE session_id = %s)",
+            [pks[0], pks[0]],
+        )
+        first, last = c.fetchone()
+    return f" AND {key} BETWEEN %s AND %s", [first, last]
 
 
 def _range_first(query: Query) -> tuple[str | None, list[Any]]:

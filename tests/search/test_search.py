@@ -121,6 +121,10 @@ def test_a_label_hit_lands_on_its_target_and_the_last_label_wins(alice, talk):
     assert _found(alice, "failed label:postmortem") == set()  # the label in force filters
     assert _found(alice, "failed label:INCIDENT") == {(s.public_id, ids["u2"])}
     assert _found(alice, "label:incident") == {(s.public_id, ids["u2"])}  # (no words: the filter alone)
+    services.label_set(session=s, target_id=ids["u2"], label="bug-828", author=alice)  # words and punctuation
+    assert _found(alice, "failed label:bug-828") == {(s.public_id, ids["u2"])}
+    assert _found(alice, "label:BUG-828") == {(s.public_id, ids["u2"])}
+    assert _found(alice, "failed label:bug-82") == set()
     services.label_set(session=s, target_id=ids["u2"], label="✓✓", author=alice)  # no word characters
     assert _found(alice, "failed label:✓✓") == {(s.public_id, ids["u2"])}
     assert _found(alice, "failed label:✓") == set()
@@ -297,10 +301,17 @@ def test_ranked_hits_put_the_most_relevant_first(alice):
     assert result.hits[0].entry_id == best  # though the other is newer
 
 
-def test_a_phrase_with_a_filter_pages_the_newest_matches_with_or_without_the_probe(alice, monkeypatch):
-    """PostgreSQL looks for a phrase with role: among the newest user documents first
-    (search._newest_phrase_matches): when they hold a full window it answers, else the whole
-    query does; either way the pages are the newest matches, in order, each once."""
+def _scoped(scope: str, session: Any) -> str:
+    """The phrase query of the probe tests: with role:user among two sessions, or within one."""
+    return '"pod bay" role:user' if scope == "role" else f'"pod bay" session:{session.public_id}'
+
+
+@pytest.mark.parametrize("scope", ["role", "session"])
+def test_a_phrase_with_a_filter_pages_the_newest_matches_with_or_without_the_probe(alice, monkeypatch, scope):
+    """PostgreSQL looks for a phrase with role: among the newest user documents first, and for
+    one in one session among the session's newest documents (search._newest_phrase_matches):
+    when they hold a full window it answers, else the whole query does; either way the pages
+    are the newest matches, in order, each once."""
     from django.db import connection
 
     monkeypatch.setattr(search, "RANK_WINDOW", 2)
@@ -314,16 +325,22 @@ def test_a_phrase_with_a_filter_pages_the_newest_matches_with_or_without_the_pro
         return found
 
     monkeypatch.setattr(search, "_newest_phrase_matches", spy)
-    services.session_create(owner=alice, name="another")  # two sessions: not the one-session path
+    another = services.session_create(owner=alice, name="another")  # two sessions: not the one-session path
     s = services.session_create(owner=alice, name="probe")
-    made = [_add(s, user(f"open the pod bay doors {i}", 1_767_600_000_000 + i), alice) for i in range(5)]
-    _add(s, assistant("open the pod bay doors, says the assistant", 1_767_600_009_000), alice)
+    made = []
+    for i in range(5):  # the other session's documents between this one's: neither role nor session matches them
+        made.append(_add(s, user(f"open the pod bay doors {i}", 1_767_600_000_000 + i), alice))
+        _add(another, assistant(f"open the pod bay doors, says the assistant {i}", 1_767_600_000_500 + i), alice)
+    said = _add(s, assistant("the pod bay, says the assistant", 1_767_600_009_000), alice)
+    if scope == "session":  # (role:user leaves it out)
+        made.append(said)
+    q = _scoped(scope, s)
 
     def pages() -> list[str]:
         seen: list[str] = []
         cursor = None
         for _ in range(5):
-            result = search.search(user=alice, q='"pod bay" role:user', limit=2, cursor=cursor)
+            result = search.search(user=alice, q=q, limit=2, cursor=cursor)
             assert result.ranked is False or not seen
             seen += [h.entry_id for h in result.hits]
             cursor = result.next
@@ -333,7 +350,7 @@ def test_a_phrase_with_a_filter_pages_the_newest_matches_with_or_without_the_pro
 
     assert pages() == made[::-1]
     if connection.vendor == "postgresql":
-        assert answered[0] is True  # the newest four user documents held the first window
+        assert answered[0] is True  # the newest four documents past the filters held the first window
     answered.clear()
     for i in range(4):  # newer user messages without the phrase: the probe finds too few
         _add(s, user(f"something else {i}", 1_767_600_010_000 + i), alice)
@@ -342,7 +359,8 @@ def test_a_phrase_with_a_filter_pages_the_newest_matches_with_or_without_the_pro
         assert answered[0] is False
 
 
-def test_a_phrase_probe_with_a_page_but_not_all_matches_answers_newest_first(alice, monkeypatch):
+@pytest.mark.parametrize("scope", ["role", "session"])
+def test_a_phrase_probe_with_a_page_but_not_all_matches_answers_newest_first(alice, monkeypatch, scope):
     """When the probe holds more than a page of matches but neither the whole window nor every
     document past the filters, the answer is newest first (ranked=False: not every match was
     counted) and its pages go on below the probe: the same hits as the whole query, each once."""
@@ -350,27 +368,50 @@ def test_a_phrase_probe_with_a_page_but_not_all_matches_answers_newest_first(ali
 
     monkeypatch.setattr(search, "RANK_WINDOW", 10)
     monkeypatch.setattr(search, "PROBE", 4)
-    services.session_create(owner=alice, name="another")  # two sessions: not the one-session path
+    another = services.session_create(owner=alice, name="another")  # two sessions: not the one-session path
     s = services.session_create(owner=alice, name="probe")
     made = [_add(s, user(f"open the pod bay doors {i}", 1_767_600_000_000 + i), alice) for i in range(3)]
     _add(s, user("nothing here", 1_767_600_005_000), alice)
+    _add(another, user("the pod bay elsewhere", 1_767_600_005_500), alice)
     made += [_add(s, user(f"the pod bay again {i}", 1_767_600_006_000 + i), alice) for i in range(3)]
-    first = search.search(user=alice, q='"pod bay" role:user', limit=2)
+    if scope == "session":
+        _add(another, user("the pod bay elsewhere, newer", 1_767_600_007_000), alice)
+    q = _scoped(scope, s)
+    first = search.search(user=alice, q=q, limit=2)
     seen = [h.entry_id for h in first.hits]
     cursor = first.next
     while cursor is not None:
-        page = search.search(user=alice, q='"pod bay" role:user', limit=2, cursor=cursor)
+        page = search.search(user=alice, q=q, limit=2, cursor=cursor)
         assert page.ranked is first.ranked
         seen += [h.entry_id for h in page.hits]
         cursor = page.next
+    if scope == "role":  # (role:user finds the other session's user message too)
+        seen = [e for e in seen if e in made]
     if connection.vendor == "postgresql":
         assert first.ranked is False  # three of the four newest user documents: a page, not all
         assert seen == made[::-1]
     else:
         assert first.ranked is True and sorted(seen) == sorted(made)  # six matches: all ranked
     monkeypatch.setattr(search, "PROBE", 100)  # the probe sees every user document: all ranked
-    ranked = search.search(user=alice, q='"pod bay" role:user', limit=10)
-    assert ranked.ranked is True and sorted(h.entry_id for h in ranked.hits) == sorted(made)
+    ranked = search.search(user=alice, q=q, limit=10)
+    assert ranked.ranked is True and sorted(h.entry_id for h in ranked.hits if h.entry_id in made) == sorted(made)
+
+
+def test_a_phrase_with_a_rare_word_is_found_through_the_text_index(alice, monkeypatch):
+    """A phrase with a word PostgreSQL's statistics count as rare is not probed for among the
+    newest documents: its few matches are all found, and ranked."""
+    monkeypatch.setattr(search, "RANK_WINDOW", 10)
+    monkeypatch.setattr(search, "PROBE", 4)
+    monkeypatch.setattr(search, "_rare_word", lambda query: True)
+    services.session_create(owner=alice, name="another")
+    s = services.session_create(owner=alice, name="probe")
+    made = [_add(s, user(f"open the pod bay doors {i}", 1_767_600_000_000 + i), alice) for i in range(3)]
+    _add(s, user("nothing here", 1_767_600_005_000), alice)
+    made += [_add(s, user(f"the pod bay again {i}", 1_767_600_006_000 + i), alice) for i in range(3)]
+    for q in ('"pod bay" role:user', f'"pod bay" session:{s.public_id}'):
+        result = search.search(user=alice, q=q, limit=2)
+        assert result.ranked is True and result.next is not None, q  # all six counted
+        assert search._newest_phrase_matches(alice, searchtext.parse(q), None, None, 11, 2, "d.id DESC") is None
 
 
 @pytest.mark.parametrize("window", [2, 50])
