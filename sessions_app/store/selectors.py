@@ -291,19 +291,16 @@ def context_start(*, session: Session, entry_id: str) -> tuple[Any, dict[str, An
 def _session_context(*, session: Session, leaf_id: str | None) -> dict[str, Any]:
     target = session.leaf_id if leaf_id is None else leaf_id
     if target is None:
-        return dict(_NO_CONTEXT)
+        return {"leafId": None, "messages": [], "thinkingLevel": "off", "model": None}
     start = _context_start(session, target)
     path = path_nodes(session=session, leaf_id=target, stop_id=start.stop)
     return {"leafId": target, **ctx.context_from_path(path, thinking_level=start.thinking, model=start.model)}
 
 
-_NO_CONTEXT: dict[str, Any] = {"leafId": None, "messages": [], "thinkingLevel": "off", "model": None}
-
-
 def _context_json(*, session: Session, leaf_id: str | None) -> bytes:
     target = session.leaf_id if leaf_id is None else leaf_id
     if target is None:
-        return orjson.dumps(_NO_CONTEXT)
+        return orjson.dumps(_session_context(session=session, leaf_id=None))
     start = _context_start(session, target)
     rows = _context_rows(session=session, leaf_id=target, start=start)
     return ctx.context_json(rows, leaf_id=target, thinking_level=start.thinking, model=start.model)
