@@ -1,19 +1,19 @@
 """LLM context from a path of entries, exactly as pi's buildSessionContext. Pure: no Django.
 
-One rule, :func:`context_nodes` (which entries' messages, in which order), behind every entry point:
+One rule, :func:`context_plan` (which entries' messages, in which order), behind every entry point:
 - :func:`build_session_context` takes a whole session (file order) and a leaf, like pi;
 - :func:`context_from_path` takes only the tail of the path that can emit messages (from the last
   compaction's first kept entry to the leaf) plus the model and thinking level already resolved for
   the leaf. The database keeps those two per entry, so a context costs what the context holds, not
   what the session holds;
-- the context inspector reads context_nodes itself (which entry each message comes from).
-A message entry's node may carry its message still as the stored JSON (:func:`stored_message`):
-pi uses such a message unchanged, so the context API writes those bytes out without decoding them.
+- the context inspector reads :func:`context_nodes` (which entry each message comes from);
+- :func:`context_json` takes that tail as rows, each message entry's message still as its stored
+  JSON: pi uses such a message unchanged, so the context API writes those bytes out undecoded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,16 +115,7 @@ def entry_message(node: Node) -> dict[str, Any] | None:
     return None
 
 
-# A context message: a dict, or a message entry's message still as its stored JSON.
-Message = dict[str, Any] | orjson.Fragment
-
-
-def stored_message(message_json: bytes | None) -> Mapping[str, Any]:
-    """The data of a message entry's node that carries only its message, as the stored JSON object
-    (None: the entry's message is not an object). pi puts such a message in the context unchanged,
-    so orjson.dumps writes these bytes out as they are, never decoded and encoded again; every other
-    entry's node carries its whole parsed line."""
-    return {} if message_json is None else {"message": orjson.Fragment(message_json)}
+Message = dict[str, Any]  # a context message
 
 
 def message_span(line: bytes, data: Mapping[str, Any]) -> tuple[int, int] | None:
@@ -168,46 +159,93 @@ def _context_message(node: Node) -> Message | None:
     no branch summary without a summary."""
     if node.type == "compaction" or (node.type == "branch_summary" and not node.data.get("summary")):
         return None
-    if node.type == "message" and isinstance(stored := node.data.get("message"), orjson.Fragment):
-        return stored
     return entry_message(node)
 
 
+def context_plan(
+    kinds: Sequence[str], ids: Sequence[str], first_kept: Callable[[int], object]
+) -> tuple[int | None, tuple[range, ...]]:
+    """pi's rule as places in a path (each entry's type and id; first_kept(i): the firstKeptEntryId
+    of the compaction at i): the last compaction's place (its summary leads the context; None if
+    there is none), then the runs of entries whose messages follow it, in order (the compactions
+    among them, and entries that stand for no message, give none). Lists, not nodes: a long
+    context's path is read as rows, and its messages placed without a node per entry."""
+    if "compaction" not in kinds:
+        return None, (range(len(kinds)),)
+    last = len(kinds) - 1 - list(reversed(kinds)).index("compaction")
+    kept = first_kept(last)
+    try:
+        first = ids.index(kept, 0, last)
+    except ValueError:  # not on the path before the compaction: only what follows it
+        first = last
+    return last, (range(first, last), range(last + 1, len(kinds)))
+
+
 def context_nodes(path: Sequence[Node]) -> list[tuple[Node, Message]]:
-    """pi's rule: the entries whose messages make the context at the end of path, in the order the
-    model receives them (the last compaction's summary first, then the entries it kept, then the
-    rest), each with its message. path must reach back at least to the first kept entry of the last
-    compaction on it (or to the root when there is no compaction)."""
-    compaction_index = -1
-    for i in range(len(path) - 1, -1, -1):
-        if path[i].type == "compaction":
-            compaction_index = i
-            break
+    """pi's rule (context_plan): the entries whose messages make the context at the end of path, in
+    the order the model receives them (the last compaction's summary first, then the entries it
+    kept, then the rest), each with its message. path must reach back at least to the first kept
+    entry of the last compaction on it (or to the root when there is no compaction)."""
+    compaction, runs = context_plan(
+        [n.type for n in path], [n.id for n in path], lambda i: path[i].data.get("firstKeptEntryId")
+    )
     out: list[tuple[Node, Message]] = []
-
-    def emit(node: Node) -> None:
-        message = _context_message(node)
-        if message is not None:
-            out.append((node, message))
-
-    if compaction_index < 0:
-        for node in path:
-            emit(node)
-    else:
-        compaction = path[compaction_index]
-        summary = entry_message(compaction)
+    if compaction is not None:
+        summary = entry_message(path[compaction])
         assert summary is not None  # a compaction always stands for its summary message
-        out.append((compaction, summary))
-        first_kept = compaction.data.get("firstKeptEntryId")
-        found = False
-        for node in path[:compaction_index]:
-            if node.id == first_kept:
-                found = True
-            if found:
-                emit(node)
-        for node in path[compaction_index + 1 :]:
-            emit(node)
+        out.append((path[compaction], summary))
+    for run in runs:
+        for i in run:
+            message = _context_message(path[i])
+            if message is not None:
+                out.append((path[i], message))
     return out
+
+
+# A path as rows: (entry id, parent id, type, body), body being a message entry's message as its
+# stored JSON (None if it is not an object) and any other entry's whole line.
+Row = tuple[str, str | None, str, bytes | None]
+
+
+def context_json(rows: Sequence[Row], *, leaf_id: str, thinking_level: Any, model: Mapping[str, Any] | None) -> bytes:
+    """context_from_path's context at the end of a path given as rows, as JSON (orjson's bytes):
+    each message entry's message is its stored JSON, copied in as it is (pi uses it unchanged);
+    only the few other entries' lines are parsed. TypeError where orjson cannot write a built
+    message (an integer beyond 64 bits)."""
+    kinds = [r[2] for r in rows]
+    lines: dict[int, Node] = {}
+
+    def node(i: int) -> Node:
+        if i not in lines:
+            r = rows[i]
+            lines[i] = Node(id=r[0], parent_id=r[1], type=r[2], data=jsjson.loads(r[3] or b"{}"))
+        return lines[i]
+
+    compaction, runs = context_plan(kinds, [r[0] for r in rows], lambda i: node(i).data.get("firstKeptEntryId"))
+    messages: list[bytes] = []
+    if compaction is not None:
+        messages.append(orjson.dumps(entry_message(node(compaction))))
+    for run in runs:
+        for i in run:
+            if kinds[i] == "message":
+                body = rows[i][3]
+                if body is not None and body[:1] == b"{":
+                    messages.append(body)
+            elif kinds[i] in _BUILT:
+                built = _context_message(node(i))
+                if built is not None:
+                    messages.append(orjson.dumps(built))
+    head = b'{"leafId":' + orjson.dumps(leaf_id) + b',"messages":['
+    tail = b'],"thinkingLevel":' + orjson.dumps(thinking_level) + b',"model":' + orjson.dumps(model) + b"}"
+    if not messages:
+        return head + tail
+    # One copy of the messages: the head and tail ride on the first and last.
+    messages[0] = head + messages[0]
+    messages[-1] = messages[-1] + tail
+    return b",".join(messages)
+
+
+_BUILT = frozenset(("custom_message", "branch_summary"))  # the other entries that give a message
 
 
 def context_from_path(

@@ -175,21 +175,14 @@ def compare_json(*, session: Session, a: str, b: str) -> dict[str, Any]:
     return {"ancestorId": split.ancestor_id, "a": [node(n) for n in split.a], "b": [node(n) for n in split.b]}
 
 
-def _context_path(*, session: Session, leaf_id: str, start: _Start) -> list[Node]:
-    """path_nodes from start's stop, but each message entry's node carries only its message, as
-    stored JSON (context.stored_message): what the context needs of it, left undecoded."""
+def _context_rows(*, session: Session, leaf_id: str, start: _Start) -> list[tuple[Any, ...]]:
+    """The path from start's stop (else the root) to the leaf as core.context.Row rows, root first:
+    each message entry's message as stored JSON (what the context needs of it, left undecoded),
+    each other entry's line."""
     rows = _context_range(session, leaf_id, start)
     if rows is None:
         rows = _walk(_CONTEXT_WALKS[connection.vendor], session, leaf_id, start.stop)
-    return [
-        Node(
-            id=r[0],
-            parent_id=r[1],
-            type=r[2],
-            data=ctx.stored_message(_message_json(r[3])) if r[2] == "message" else jsjson.loads(r[3]),
-        )
-        for r in rows
-    ]
+    return rows
 
 
 # The path as a range of file order: where nothing else was written between the stop and the leaf
@@ -220,15 +213,9 @@ def _context_range(session: Session, leaf_id: str, start: _Start) -> list[tuple[
         return None
     if (rows[0][0] != start.stop) if start.stop else (rows[0][1] is not None):
         return None
-    if any(rows[i][1] != rows[i - 1][0] for i in range(1, len(rows))):
+    if [r[1] for r in rows[1:]] != [r[0] for r in rows[:-1]]:
         return None
     return rows
-
-
-def _message_json(value: str | bytes | None) -> bytes | None:
-    """The message's JSON as bytes, if it is an object (pi's files always have one; see stored_message)."""
-    data = value.encode() if isinstance(value, str) else value
-    return data if data is not None and data[:1] == b"{" else None
 
 
 def branch_files(*, session: Session, leaf_id: str) -> list[FileChange]:
@@ -239,7 +226,7 @@ def branch_files(*, session: Session, leaf_id: str) -> list[FileChange]:
 def session_context(*, session: Session, leaf_id: str | None = None) -> dict[str, Any]:
     """pi's buildSessionContext at leaf_id (default: the session's leaf), reading only the entries
     that can appear in it: from the last compaction's first kept entry down to the leaf."""
-    return _session_context(session=session, leaf_id=leaf_id, stored=False)
+    return _session_context(session=session, leaf_id=leaf_id)
 
 
 def session_context_json(*, session: Session, leaf_id: str | None = None) -> bytes:
@@ -251,12 +238,12 @@ def session_context_json(*, session: Session, leaf_id: str | None = None) -> byt
     guard = transaction.atomic() if connection.vendor == "postgresql" else contextlib.nullcontext()
     try:
         with guard:
-            return orjson.dumps(_session_context(session=session, leaf_id=leaf_id, stored=True))
+            return _context_json(session=session, leaf_id=leaf_id)
     except (TypeError, DataError, OperationalError):
         # TypeError: a built message holds an integer beyond 64 bits; OperationalError: a line
         # SQLite's JSON reader refuses (nested deeper than it goes, where the import's limit allows).
         # Built and written as JSON.stringify would: the rare lines orjson cannot take.
-        return jsjson.dumps(_session_context(session=session, leaf_id=leaf_id, stored=False)).encode()
+        return jsjson.dumps(_session_context(session=session, leaf_id=leaf_id)).encode()
 
 
 # The leaf's resolved state and where its context starts (the last compaction's first kept entry,
@@ -301,16 +288,22 @@ def context_start(*, session: Session, entry_id: str) -> tuple[Any, dict[str, An
     return start.thinking, start.model, start.stop
 
 
-def _session_context(*, session: Session, leaf_id: str | None, stored: bool) -> dict[str, Any]:
+def _session_context(*, session: Session, leaf_id: str | None) -> dict[str, Any]:
     target = session.leaf_id if leaf_id is None else leaf_id
     if target is None:
         return {"leafId": None, "messages": [], "thinkingLevel": "off", "model": None}
     start = _context_start(session, target)
-    if stored:
-        path = _context_path(session=session, leaf_id=target, start=start)
-    else:
-        path = path_nodes(session=session, leaf_id=target, stop_id=start.stop)
+    path = path_nodes(session=session, leaf_id=target, stop_id=start.stop)
     return {"leafId": target, **ctx.context_from_path(path, thinking_level=start.thinking, model=start.model)}
+
+
+def _context_json(*, session: Session, leaf_id: str | None) -> bytes:
+    target = session.leaf_id if leaf_id is None else leaf_id
+    if target is None:
+        return orjson.dumps(_session_context(session=session, leaf_id=None))
+    start = _context_start(session, target)
+    rows = _context_rows(session=session, leaf_id=target, start=start)
+    return ctx.context_json(rows, leaf_id=target, thinking_level=start.thinking, model=start.model)
 
 
 def children(*, session: Session, entry_id: str | None) -> QuerySet[Entry]:
