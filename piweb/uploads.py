@@ -63,7 +63,10 @@ class BodyQueue(asyncio.Queue[dict[str, Any]]):
         return item
 
 
-COALESCE = 1 << 20
+# Not more: Django writes each piece to its spooled body file, and on Linux 6.x a write of 256 KiB
+# or more can cost 10-50x what the same bytes cost in 64 KiB writes (the page cache's large
+# folios: bench/bench_side_effects.py's "daphne patch" upload, and bench_import_ab --api).
+COALESCE = 1 << 16
 
 
 def _file_backed(protocol: Any) -> bool:
