@@ -241,12 +241,11 @@ def _import(
         if summary.listing is not session:
             for name in ("name", "message_count", "first_message", "modified_ms", "cost", "total_tokens"):
                 setattr(session, name, getattr(summary.listing, name))
+        # (An increment's lines are numbered on from the stored ones: newlines is the file's count.)
         if increment is None:
             stored = _Stored(source.size, file_hash, summary.newlines)
         else:
-            grew = source.size - start.end
-            lines = (stage.session.source_lines or 0) + source.count(b"\n", start.end, source.size)
-            stored = _Stored(increment.offset + grew, increment.sha256_after, lines)
+            stored = _Stored(increment.offset + source.size - start.end, increment.sha256_after, summary.newlines)
         _publish(stage, owner=owner, stored=stored, source_path=source_path, added=summary.placed, origin=origin)
     _discard(stage, published=True)
     search_index.catch_up_soon(stage.session.pk)
