@@ -63,9 +63,8 @@ class BodyQueue(asyncio.Queue[dict[str, Any]]):
         return item
 
 
-# Not more: Django writes each piece to its spooled body file, and on Linux 6.x a write of 256 KiB
-# or more can cost 10-50x what the same bytes cost in 64 KiB writes (the page cache's large
-# folios: bench/bench_side_effects.py's "daphne patch" upload, and bench_import_ab --api).
+# Not more: Django writes each piece to its spooled body file, and on Linux 6.x kernels writes of
+# 256 KiB and up were far slower than 64 KiB ones (bench/bench_import_ab.py --api).
 COALESCE = 1 << 16
 
 
