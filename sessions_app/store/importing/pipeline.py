@@ -40,6 +40,7 @@ code, and a child that fails hands the file back to this process (its stage is d
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -406,20 +407,6 @@ def _sibling(stage: _Stage) -> int:
     return stage.rows_pk
 
 
-@dataclass(frozen=True, slots=True)
-class _Rows:
-    """The stage as writing.write sees it: where its rows go, and the digest they continue."""
-
-    stage: _Stage
-
-    @property
-    def digest(self) -> str:
-        return self.stage.session.entries_digest or ""
-
-    def session_pk(self) -> int:
-        return self.stage.rows_pk if self.stage.rows_pk is not None else _sibling(self.stage)
-
-
 def _discard(stage: _Stage, *, published: bool = False) -> None:
     """The staging session goes, whole: after a failure, or a re-import's sibling once its rows
     are copied. (A new session's, once published, is the session itself.)"""
@@ -558,11 +545,13 @@ def _build_and_write(
 
     hasher = threading.Thread(target=whole_file, name="piweb-import-sha256")
     hasher.start()
+    rows_pk, digest = functools.partial(_sibling, stage), session.entries_digest or ""
     try:
         if use_worker:
             child = run(job, source)
             try:
-                written = writing.write(_Rows(stage), source, child.messages(), DbTree(session, empty=True), progress)
+                empty = DbTree(session, empty=True)
+                written = writing.write(rows_pk, digest, source, child.messages(), empty, progress)
             finally:
                 child.close()
             if isinstance(written, WorkerFailed):
@@ -570,7 +559,7 @@ def _build_and_write(
             return (*written, "worker", _whole_file(hasher, hashed))
         tree = DbTree(session, all_lines=all_lines, all_ids=not all_lines, empty=stage.created)
         messages = worker.build(source, job, stored=tree, listing=session)
-        built = writing.write(_Rows(stage), source, messages, tree, progress)
+        built = writing.write(rows_pk, digest, source, messages, tree, progress)
         assert isinstance(built, tuple)  # (this process's build raises rather than fail)
         return (*built, "process", _whole_file(hasher, hashed))
     finally:

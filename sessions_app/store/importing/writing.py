@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import Any
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -36,27 +36,18 @@ class WorkerFailed(Exception):
         self.reported = reported  # progress already reported
 
 
-class Target(Protocol):
-    """Where the rows go: the staging session (made on the first batch, for a re-import), and
-    the digest of the session's rows before them."""
-
-    @property
-    def digest(self) -> str: ...
-
-    def session_pk(self) -> int: ...
-
-
 def write(
-    target: Target,
+    session_pk: Callable[[], int],
+    digest: str,
     source: Source,
     messages: Iterator[tuple[str, Any]],
     tree: DbTree,
     progress: Callable[[int], None] | None,
 ) -> tuple[worker.Summary, str] | WorkerFailed:
-    """Write the rows as they come (see the module docstring); the summary and the digest after
-    them, or what the worker reported when it failed."""
+    """Write the rows as they come (see the module docstring) to the staging session session_pk()
+    gives (a re-import's is made on the first batch), continuing the session's digest; the
+    summary and the digest after them, or what the worker reported when it failed."""
     key = chain_key()
-    digest = target.digest
     lines = source.view()
     reported = 0
     raw_at = rows.COLUMNS.index("raw")
@@ -75,7 +66,7 @@ def write(
     with bulkwrite.gc_paused(), bulkwrite.sqlite_binding(), contextlib.ExitStack() as open_transaction:
         for kind, payload in messages:
             if kind == "rows":
-                pk = target.session_pk()
+                pk = session_pk()
                 size = 0
                 for row in payload:
                     row[0] = pk
