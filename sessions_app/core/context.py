@@ -245,7 +245,8 @@ def context_json(rows: Sequence[Row], *, leaf_id: str, thinking_level: Any, mode
     return b",".join(messages)
 
 
-_BUILT = frozenset(("custom_message", "branch_summary"))  # the other entries that give a message
+# The entries besides messages that give a context message (entry_message's; a compaction leads instead).
+_BUILT = frozenset(("custom_message", *_SUMMARY_MESSAGES)) - {"compaction"}
 
 
 def context_from_path(
