@@ -5,7 +5,10 @@ from collections.abc import Iterator, Sequence
 from typing import TypeVar
 
 import django
+from asgiref.sync import sync_to_async
 from django.core.handlers.asgi import ASGIHandler
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "piweb.settings")
 
@@ -22,6 +25,17 @@ class _Handler(ASGIHandler):
         # loop, and no slice copied out of it (the transport buffers it as one piece either way).
         # A large context is megabytes of JSON.
         yield data, True
+
+    # The middleware chain runs as under WSGI: the whole of it in the request's thread, one hop
+    # from the event loop and back. Django's async chain hops once per hook of each middleware
+    # built on MiddlewareMixin (sessions, CSRF, auth, ...), about 17 per request (bench_requests).
+    # Async views (the chat commands) run on the event loop, called from that thread.
+    def load_middleware(self, is_async: bool = False) -> None:
+        super().load_middleware(is_async=False)
+
+    async def get_response_async(self, request: HttpRequest) -> HttpResponseBase:
+        response: HttpResponseBase = await sync_to_async(self.get_response, thread_sensitive=True)(request)
+        return response
 
 
 # Django must be set up before anything imports models (consumers do); as get_asgi_application.

@@ -120,7 +120,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "piweb.staticfiles.StaticFilesMiddleware",  # WhiteNoise
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "csp.middleware.CSPMiddleware",
     "sessions_app.access.audit.request_context_middleware",  # request.id, X-Request-ID, audit context
     "django.contrib.sessions.middleware.SessionMiddleware",
