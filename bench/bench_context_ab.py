@@ -42,10 +42,11 @@ print(json.dumps({"id": public_id, "token": api_token_create(user=user, name="be
 """
 
 RUN = r"""
-import contextlib, http.client, json, os, socket, statistics, subprocess, sys, time
+import http.client, json, os, statistics, sys, time
 sys.path.insert(0, os.environ["CODE"])
 sys.path.insert(1, os.environ["ROOT"])
-from bench import benchdjango
+sys.path.insert(0, os.path.join(os.environ["ROOT"], "bench"))
+import benchdjango
 benchdjango.setup(os.environ["DB"], keep=True)
 from sessions_app.models import Session
 from sessions_app.store import selectors
@@ -63,18 +64,9 @@ def median_ms(fn):
 
 session = Session.objects.get(public_id=setup["id"])
 out = {"server": median_ms(lambda: selectors.session_context_json(session=session))}
-with socket.socket() as sock:
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-env = {**os.environ, "PIWEB_SQLITE_PATH": os.environ["DB"], "PYTHONPATH": os.environ["CODE"]}
-server = subprocess.Popen(
-    [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "piweb.asgi:application"],
-    cwd=os.environ["CODE"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-try:
-    for _ in range(200):
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.1):
-            break
-        time.sleep(0.05)
+env = {**os.environ, "PIWEB_SQLITE_PATH": os.environ["DB"], "PYTHONPATH": os.environ["CODE"],
+       "PIWEB_DEBUG": "false", "PIWEB_ALLOWED_HOSTS": "127.0.0.1", "PIWEB_SECRET_KEY": "bench-context-" + "k" * 40}
+with benchdjango.daphne(os.environ["CODE"], env) as (port, _):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     def get():
         auth = {"Authorization": "Bearer " + setup["token"]}
@@ -83,9 +75,6 @@ try:
         body = response.read()
         assert response.status == 200, body[:300]
     out["http"] = median_ms(get)
-finally:
-    server.terminate()
-    server.wait(timeout=30)
 print(json.dumps(out))
 """
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import http.client
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -25,6 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+import benchdjango  # noqa: E402
 
 from tests.generate import generate  # noqa: E402  (the repository's root on sys.path first)
 
@@ -72,25 +73,6 @@ class Sampler(threading.Thread):
         while not self.stop.is_set():
             self.peak = max(self.peak, pss_kb(self.pid))
             time.sleep(0.02)
-
-
-def start_daphne(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "piweb.asgi:application"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            http.client.HTTPConnection("127.0.0.1", port, timeout=1).request("GET", "/healthz")
-            return proc
-        except OSError:
-            time.sleep(0.2)
-    proc.kill()
-    raise SystemExit("daphne did not start")
 
 
 def fetch(port: int, path: str, cookie: str) -> tuple[int, float, float, int]:
@@ -148,24 +130,17 @@ def main() -> None:
     print(f"{'export':<8}{'status':>7}{'first byte':>12}{'total':>9}{'size':>10}{'PSS before':>12}{'peak PSS':>10}"
           f"{'growth':>9}{'VmHWM':>9}")  # fmt: skip
     for name in ("jsonl", "html"):
-        from tests.servers import free_port
-
-        port = free_port()
-        proc = start_daphne(env, port)
-        try:
+        with benchdjango.daphne(ROOT, env) as (port, pid):
             fetch(port, f"/sessions/{session.public_id}/", cookie)  # warm: imports, templates, connection
-            before = pss_kb(proc.pid)
-            sampler = Sampler(proc.pid)
+            before = pss_kb(pid)
+            sampler = Sampler(pid)
             sampler.start()
             status, ttfb, total, size = fetch(port, f"/sessions/{session.public_id}/export.{name}", cookie)
             sampler.stop.set()
             sampler.join()
             print(f"{name:<8}{status:>7}{ttfb * 1000:>10.0f}ms{total:>8.1f}s{size / 1e6:>8.1f}MB"
                   f"{before / 1024:>10.0f}MB{sampler.peak / 1024:>8.0f}MB{(sampler.peak - before) / 1024:>7.0f}MB"
-                  f"{hwm_kb(proc.pid) / 1024:>7.0f}MB")  # fmt: skip
-        finally:
-            proc.terminate()
-            proc.wait(timeout=20)
+                  f"{hwm_kb(pid) / 1024:>7.0f}MB")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -41,28 +41,20 @@ print(json.dumps({"id": public_id, "token": api_token_create(user=user, name="be
 """
 
 RUN = r"""
-import contextlib, http.client, json, os, socket, statistics, subprocess, sys, time
+import http.client, json, os, statistics, sys, time
+sys.path.insert(0, os.path.join(os.environ["ROOT"], "bench"))
+import benchdjango
 setup = json.loads(os.environ["SETUP"])
 reps = int(os.environ["REPS"])
-with socket.socket() as sock:
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
 env = {**os.environ, "PIWEB_SQLITE_PATH": os.environ["DB"], "PYTHONPATH": os.environ["CODE"],
        "PIWEB_DEBUG": "false", "PIWEB_ALLOWED_HOSTS": "127.0.0.1"}
-server = subprocess.Popen(
-    [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "piweb.asgi:application"],
-    cwd=os.environ["CODE"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 token = {"Authorization": "Bearer " + setup["token"]}
 cookie = {"Cookie": "sessionid=" + setup["cookie"]}
 base = "/api/sessions/" + setup["id"]
 gets = {"api meta": (base, token), "api tree": (base + "/tree", token),
         "api context": (base + "/context", token), "session page": ("/sessions/" + setup["id"] + "/", cookie)}
 out = {}
-try:
-    for _ in range(200):
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.1):
-            break
-        time.sleep(0.05)
+with benchdjango.daphne(os.environ["CODE"], env) as (port, _):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     for name, (path, headers) in gets.items():
         def get():
@@ -77,9 +69,6 @@ try:
             get()
             times.append((time.perf_counter() - t0) * 1000)
         out[name] = statistics.median(times)
-finally:
-    server.terminate()
-    server.wait(timeout=30)
 print(json.dumps(out))
 """
 

@@ -56,12 +56,14 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.append(str(ROOT))  # after the app's snapshot (configure_django puts it first)
+
+import benchdjango  # noqa: E402
 
 from tests.generate import generate  # noqa: E402
 from tests.oracle.install import install, placed  # noqa: E402
@@ -336,30 +338,6 @@ def delete_session(public_id: str) -> None:
         services.session_delete(session=s)
 
 
-@contextlib.contextmanager
-def daphne(code: Path) -> Iterator[tuple[int, int]]:
-    """A daphne serving the app (from the benched copy of the code, as deployed) on a free port:
-    (port, pid)."""
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    server = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "piweb.asgi:application"],
-        cwd=code, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        for _ in range(200):
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.1):
-                break
-            time.sleep(0.05)
-        yield port, server.pid
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-
-
 def import_over_http(path: Path, public_id: str, code: Path) -> dict[str, Any]:
     """POST the file to /api/sessions/import on a daphne of its own (as deployed, from the benched
     copy of the code): the user's figure, upload and multipart parsing included. RSS is daphne's."""
@@ -370,7 +348,7 @@ def import_over_http(path: Path, public_id: str, code: Path) -> dict[str, Any]:
 
     delete_session(public_id)
     token = api_token_create(user=bench_user(), name="bench")[1]
-    with daphne(code) as (port, pid):
+    with benchdjango.daphne(code) as (port, pid):
         boundary = uuid.uuid4().hex
         head = f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{path.name}"\r\n\r\n'
         t0 = time.perf_counter()
@@ -401,7 +379,7 @@ def context_over_http(public_id: str, code: Path, args: argparse.Namespace) -> d
     from sessions_app.access.api_tokens import api_token_create
 
     token = api_token_create(user=bench_user(), name="bench-context")[1]
-    with daphne(code) as (port, _):
+    with benchdjango.daphne(code) as (port, _):
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         sizes: list[int] = []
 

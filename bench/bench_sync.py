@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -27,52 +26,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
 DB = OUT / "sync.sqlite3"
+sys.path.insert(0, str(ROOT))
 
-
-def _setup() -> None:
-    sys.path.insert(0, str(ROOT))
-    OUT.mkdir(parents=True, exist_ok=True)
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{DB}{suffix}").unlink(missing_ok=True)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "piweb.settings")
-    os.environ["PIWEB_SQLITE_PATH"] = str(DB)
-    os.environ.setdefault("PIWEB_LOG_LEVEL", "WARNING")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _daphne(log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    from django.conf import settings
-
-    port = _port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PIWEB_")}
-    env.update(
-        PIWEB_SQLITE_PATH=str(DB), PIWEB_DEBUG="false", PIWEB_SECRET_KEY=str(settings.SECRET_KEY),
-        PIWEB_ALLOWED_HOSTS="127.0.0.1", PIWEB_JANITOR="0", PIWEB_LOG_LEVEL="WARNING",
-    )  # fmt: skip
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "piweb.asgi:application"],
-            cwd=ROOT, env=env, stdout=out, stderr=out,
-        )  # fmt: skip
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return proc, f"http://127.0.0.1:{port}"
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError("daphne did not start")
+import benchdjango  # noqa: E402  (bench/, the script's folder)
 
 
 def _pi_file(root: Path, data: bytes) -> Path:
@@ -174,9 +130,18 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--appends", type=int, default=30)
     args = parser.parse_args()
-    _setup()
-    server, base = _daphne(OUT / "sync-daphne.log")
-    try:
+    OUT.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("PIWEB_LOG_LEVEL", "WARNING")
+    benchdjango.setup(str(DB))
+    from django.conf import settings
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIWEB_")}
+    env.update(
+        PIWEB_SQLITE_PATH=str(DB), PIWEB_DEBUG="false", PIWEB_SECRET_KEY=str(settings.SECRET_KEY),
+        PIWEB_ALLOWED_HOSTS="127.0.0.1", PIWEB_JANITOR="0", PIWEB_LOG_LEVEL="WARNING",
+    )  # fmt: skip
+    with benchdjango.daphne(ROOT, env, OUT / "sync-daphne.log") as (port, _):
+        base = f"http://127.0.0.1:{port}"
         push = bench_first_push(base, args.entries)
         print(
             f"first push of {push['entries']} entries ({push['bytes'] / 1e6:.1f} MB): import {push['import_s']:.2f} s, "
@@ -187,9 +152,6 @@ def main() -> None:
             f"--watch append -> second browser's tree, {watch['appends']} appends: p50 {watch['p50_s'] * 1000:.0f} ms, "
             f"max {watch['max_s'] * 1000:.0f} ms (target p50 < 1000 ms)"
         )
-    finally:
-        server.terminate()
-        server.wait()
 
 
 if __name__ == "__main__":
