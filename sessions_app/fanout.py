@@ -22,6 +22,7 @@ import contextlib
 import contextvars
 import functools
 import logging
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import orjson
@@ -127,7 +128,7 @@ class Subscriber:
     async def subscribe(self, group: str) -> None:
         async with self.lock:
             if self.pubsub is None:
-                self.pubsub = redis_client().pubsub(ignore_subscribe_messages=True)
+                self.pubsub = subscriber_client().pubsub(ignore_subscribe_messages=True)
             await self.pubsub.subscribe(channel_of(group))  # answered: subscribed from here on
             if self.reader is None or self.reader.done():
                 # Its own context: not the context of the socket that happened to subscribe first.
@@ -208,43 +209,75 @@ def publish_sync(group: str, event: dict[str, Any]) -> None:
 # --- the Redis clients (the live state of streaming turns uses them too) ----------------------------
 
 
-def _client_options() -> dict[str, Any]:
+def _client_options(retry: type[Any]) -> dict[str, Any]:
     """A pooled connection from before a Redis restart fails on its first use: try again, on a
-    new connection (three times, 50-500 ms apart)."""
+    new connection (three times, 50-500 ms apart). retry: redis-py's Retry class for the client
+    (the asyncio one for an asyncio client)."""
     from redis.backoff import ExponentialBackoff
     from redis.exceptions import ConnectionError as RedisConnectionError
     from redis.exceptions import TimeoutError as RedisTimeoutError
-    from redis.retry import Retry
 
     return {
         "socket_keepalive": True,
         "health_check_interval": 30,
-        "retry": Retry(ExponentialBackoff(cap=0.5, base=0.05), 3),
+        "retry": retry(ExponentialBackoff(cap=0.5, base=0.05), 3),
         "retry_on_error": [RedisConnectionError, RedisTimeoutError],
     }
 
 
-_CLIENT_OPTIONS = _client_options()
+SUBSCRIBER_NAME = "piweb-subscriber"
 _async_clients: dict[tuple[int, str], tuple[asyncio.AbstractEventLoop, Any]] = {}
+_subscriber_clients: dict[tuple[int, str], tuple[asyncio.AbstractEventLoop, Any]] = {}
 _sync_clients: dict[str, Any] = {}
 
 
-def redis_client() -> Any:
-    """This event loop's redis.asyncio client (a client belongs to the loop it was made on)."""
+def _loop_client(
+    clients: dict[tuple[int, str], tuple[asyncio.AbstractEventLoop, Any]], options: Callable[[], dict[str, Any]]
+) -> Any:
+    """This event loop's redis.asyncio client of `clients`, made with options() (a client belongs
+    to the loop it was made on)."""
     import redis.asyncio as aioredis
 
     loop, url = asyncio.get_running_loop(), redis_url()
-    entry = _async_clients.get((id(loop), url))
+    entry = clients.get((id(loop), url))
     if entry is None or entry[0] is not loop:
-        entry = (loop, aioredis.from_url(url, **_CLIENT_OPTIONS))
-        _async_clients[(id(loop), url)] = entry
+        entry = (loop, aioredis.from_url(url, **options()))
+        clients[(id(loop), url)] = entry
     return entry[1]
+
+
+def redis_client() -> Any:
+    """This event loop's redis.asyncio client."""
+    return _loop_client(_async_clients, _async_options)
+
+
+def subscriber_client() -> Any:
+    """The client of this event loop's subscription: one that never retries. A subscription that
+    redis-py reconnected by itself would have missed what was published meanwhile, unseen: broken,
+    it must fail, so that its viewers reconnect to a fresh snapshot (Subscriber._read)."""
+    return _loop_client(_subscriber_clients, _subscriber_options)
+
+
+def _async_options() -> dict[str, Any]:
+    from redis.asyncio.retry import Retry
+
+    return _client_options(Retry)
+
+
+def _subscriber_options() -> dict[str, Any]:
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
+
+    # (named: an operator finds it in CLIENT LIST)
+    options = {"socket_keepalive": True, "health_check_interval": 30, "client_name": SUBSCRIBER_NAME}
+    return {**options, "retry": Retry(NoBackoff(), 0, ())}
 
 
 def sync_redis_client() -> Any:
     import redis
+    from redis.retry import Retry
 
     url = redis_url()
     if url not in _sync_clients:
-        _sync_clients[url] = redis.Redis.from_url(url, **_CLIENT_OPTIONS)
+        _sync_clients[url] = redis.Redis.from_url(url, **_client_options(Retry))
     return _sync_clients[url]
