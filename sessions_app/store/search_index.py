@@ -33,6 +33,9 @@ BATCH = 2000  # entries read per query, at most
 BATCH_BYTES = 4_000_000  # about this much line text per query: memory stays bounded on a file of huge lines
 _COLS = ("session_id", "seq", "entry_id", "kind", "role", "tool", "model", "ts_ms", "text")
 FTS = "sessions_app_search_fts"  # SQLite's FTS5 index over sessions_app_searchdoc (migration 0012)
+# The prefix lengths FTS5 keeps an index of (migration 0020): a prefix query of one of these
+# lengths reads one list of matches; of another length, the lists of every term it begins.
+FTS_PREFIXES = (2, 3)
 ANALYZE_AFTER = 5000  # documents one catch-up writes: PostgreSQL's statistics of them are renewed after
 ROWS = 100  # documents per INSERT (9 parameters each: well under SQLite's limit)
 _ONE = "(" + ", ".join(["%s"] * len(_COLS)) + ")"
