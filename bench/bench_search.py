@@ -13,8 +13,9 @@ per session. Then, as a member of both teams:
            and whether the answer was ranked or in recency order
   shapes   each filter (role:, tool:, model:, label: of the commonest label, team:, a date
            range, session: of the oldest session) with the common word, the word quoted, a phrase
-           of common words and a prefix, and phrase and prefix alone: p50 and p95 of each (the
-           same targets)
+           of common words and a prefix of 2 letters, and phrase and prefix alone; prefixes of 1 and
+           4 letters (SQLite's FTS5 indexes those of 2 and 3: search_index.FTS_PREFIXES) alone and
+           with label:: p50 and p95 of each (the same targets)
   outsider a query that matches everywhere, as the outsider: must find nothing
   import   one more --entries file imported as deployed: the time until the import returns (the
            session published and readable; its search index is built right after, by a thread of
@@ -127,13 +128,14 @@ def cpu_s() -> tuple[float, float, float]:
     return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime, server
 
 
-def common_word() -> tuple[str, float]:
-    """A word in at least 10% of the documents (the most frequent of a sample)."""
+def common_word(min_length: int = 3) -> tuple[str, float]:
+    """A word of at least min_length letters in at least 10% of the documents (the most frequent of
+    a sample)."""
     from sessions_app.core.searchtext import WORD
     from sessions_app.models import SearchDoc
 
     texts = list(SearchDoc.objects.order_by("?").values_list("text", flat=True)[:3000])
-    counts = Counter(w for t in texts for w in {w.lower() for w in WORD.findall(t)} if len(w) > 2)
+    counts = Counter(w for t in texts for w in {w.lower() for w in WORD.findall(t)} if len(w) >= min_length)
     word, n = counts.most_common(1)[0]
     return word, n / max(1, len(texts))
 
@@ -157,14 +159,19 @@ def common_label(reader: Any) -> str:
     return str(found["text"]) if found else "good"
 
 
-def shapes(word: str, first_session: str, label: str) -> list[tuple[str, str]]:
+def shapes(word: str, long_word: str, first_session: str, label: str) -> list[tuple[str, str]]:
     """(name, query) of the filter and text combinations measured besides the rare and common
     word: each filter with a common word, a phrase and a prefix (a filter the planner misjudges
-    turns a fast query into a scan of the whole index)."""
+    turns a fast query into a scan of the whole index); prefixes of lengths FTS5 keeps no index
+    of, alone and with label: (long_word: a common word of 4 letters or more)."""
     phrase = '"ls la src"'  # a phrase of common words that also occur apart
     out = [
         ("phrase", phrase),
         ("prefix", f"{word[:2]}*"),
+        ("prefix 1 letter", f"{word[:1]}*"),
+        ("prefix 4 letters", f"{long_word[:4]}*"),
+        ("label: + prefix 1 letter", f"{word[:1]}* label:{label}"),
+        ("label: + prefix 4 letters", f"{long_word[:4]}* label:{label}"),
         ("phrase + prefix", f"{phrase} {word[:2]}*"),
         # Common words, seldom side by side: GIN keeps no positions, every document with both
         # words is read to find the few where they touch, whichever plan is chosen.
@@ -204,7 +211,8 @@ def query_report(reader: Any, outsider: Any, first_session: str, runs: int = 20)
         f"  common word p50 {common_ms:7.1f} ms  p95 {common_p95:7.1f} ms  ({word!r}, in {share:.0%} of documents;"
         f" ranked={common.ranked})  target p50 < 200 ms",
     ]
-    for name, q in shapes(word, first_session, common_label(reader)):
+    long_word = word if len(word) >= 4 else common_word(4)[0]
+    for name, q in shapes(word, long_word, first_session, common_label(reader)):
         p50, p95, result = timed(lambda q=q: search.search(user=reader, q=q, limit=20), max(5, runs // 4))
         lines.append(
             f"  {name:28} p50 {p50:7.1f} ms  p95 {p95:7.1f} ms  ({len(result.hits)} hits, ranked={result.ranked})  {q}"
