@@ -28,7 +28,7 @@ from sessions_app.core import searchtext
 from sessions_app.core.searchtext import Query, QueryError
 from sessions_app.errors import SearchInvalid
 from sessions_app.models import Session
-from sessions_app.store import selectors
+from sessions_app.store import search_index, selectors
 
 RANK_WINDOW = 500
 # The roles the index stores (searchtext.entry_docs), by their lower case: role:toolresult finds them.
@@ -111,8 +111,13 @@ def _match(query: Query) -> tuple[str, str, list[Any], str]:
         # With label:, the labelled entries' few documents first (CROSS JOIN: SQLite keeps the
         # left table outer), each then looked up in the text index by its rowid; else the text
         # index's matches, which a common word makes hundreds of thousands, would each be tested.
+        # Not with a prefix FTS5 keeps no index of: each lookup would merge the lists of every
+        # term it begins again. Its matches are then read once, the text index outer (CROSS
+        # JOIN), and tested against the labelled documents' ids (_filters) before any is joined.
         joined = (
             "sessions_app_searchdoc d CROSS JOIN sessions_app_search_fts f ON f.rowid = d.id"
+            if "label" in query.filters and not _unindexed_prefix(query)
+            else "sessions_app_search_fts f CROSS JOIN sessions_app_searchdoc d ON d.id = f.rowid"
             if "label" in query.filters
             else "sessions_app_search_fts f JOIN sessions_app_searchdoc d ON d.id = f.rowid"
         )
@@ -177,11 +182,20 @@ def _filters(query: Query) -> tuple[list[str], list[Any]]:
         else:
             found = "l.id IN (SELECT rowid FROM sessions_app_search_fts WHERE sessions_app_search_fts MATCH %s)"
             found_params = [searchtext.Query(phrases=[words]).fts5()]
-        where.append(
-            "(d.session_id, d.seq) IN (SELECT e.session_id, e.seq FROM sessions_app_searchdoc l "
+        labelled = (
+            "SELECT e.session_id, e.seq FROM sessions_app_searchdoc l "
             "JOIN sessions_app_entry e ON e.session_id = l.session_id AND e.entry_id = l.entry_id "
-            f"WHERE {found} AND l.kind = 'label' AND LOWER(l.text) = LOWER(%s))"
+            f"WHERE {found} AND l.kind = 'label' AND LOWER(l.text) = LOWER(%s)"
         )
+        if _unindexed_prefix(query):
+            # The text index's matches are read first (_match): their ids tested against the
+            # labelled documents', read once; the unary + keeps SQLite from looking each of those
+            # up in the text index by its rowid instead (the lists merged again for each).
+            where.append(
+                f"+f.rowid IN (SELECT t.id FROM sessions_app_searchdoc t WHERE (t.session_id, t.seq) IN ({labelled}))"
+            )
+        else:
+            where.append(f"(d.session_id, d.seq) IN ({labelled})")
         params += [*found_params, f["label"]]
     bounds, bound_params = _date_range(query, "d")
     return [*where, *bounds], [*params, *bound_params]
@@ -198,6 +212,13 @@ def _date_range(query: Query, alias: str) -> tuple[list[str], list[Any]]:
         bounds.append(f"{alias}.ts_ms < %s")
         params.append(query.before_ms)
     return bounds, params
+
+
+def _unindexed_prefix(query: Query) -> bool:
+    """Whether, on SQLite, the query has a prefix of a length FTS5 keeps no prefix index of
+    (search_index.FTS_PREFIXES): each time the text index is asked about it, whether for one
+    document or all, it merges the lists of every term the prefix begins."""
+    return connection.vendor == "sqlite" and any(len(p) not in search_index.FTS_PREFIXES for p in query.prefixes)
 
 
 def _like(text: str) -> str:
