@@ -292,7 +292,7 @@ def search(*, user: User | AnonymousUser, q: str, limit: int = 20, cursor: str |
     if counted and ((state is None and len(found) <= RANK_WINDOW) or (state is not None and state["m"] == "rank")):
         # Scored only now, and only these: a score computed for every match of a common word
         # before the newest were picked would cost most of the query.
-        scores = _scores(source, where, all_params, score, score_params, key, found)
+        scores = _scores(query, source, where, all_params, score, score_params, key, found)
         found.sort(key=lambda pk: (scores.get(pk, 0.0), -pk))
         offset = state["o"] if state is not None else 0
         page = found[offset : offset + limit]
@@ -398,7 +398,7 @@ def _session_span(user: User | AnonymousUser, query: Query, key: str) -> tuple[s
     """On SQLite, with session: naming one readable session, a condition (and its params) on the
     ids of its documents' span, to AND to the query: FTS5 then seeks its lists of matches to the
     span, where newest first it read every later session's matches before this one's. (Not in
-    _scores: its ids are given, and with a span SQLite walks the session's documents instead.)"""
+    _scores, which reads the span of the ids it is given.)"""
     if connection.vendor != "sqlite" or "session" not in query.filters:
         return "", []
     sessions = selectors.session_list_for_user(user=user).filter(public_id=query.filters["session"])
@@ -453,13 +453,32 @@ def _rare_word(query: Query) -> bool:
 
 
 def _scores(
-    source: str, where: str, params: list[Any], score: str, score_params: list[Any], key: str, ids: list[int]
+    query: Query,
+    source: str,
+    where: str,
+    params: list[Any],
+    score: str,
+    score_params: list[Any],
+    key: str,
+    ids: list[int],
 ) -> dict[int, float]:
     """Relevance of these matches (lower is better), by id; none without words to rank by."""
     if score == "0" or not ids:
         return {}
     marks = ", ".join(["%s"] * len(ids))
     with connection.cursor() as c:
+        if connection.vendor == "sqlite":
+            # The text index's matches in the span of these ids, read once, each kept if it is
+            # one of them (the unary + keeps SQLite from looking each id up by its rowid): bm25
+            # counts the documents of every term of the query at each such lookup, which for a
+            # common word made ranking a window of matches cost seconds. They all passed the
+            # other conditions already.
+            c.execute(
+                "SELECT rowid, bm25(sessions_app_search_fts) FROM sessions_app_search_fts "
+                f"WHERE sessions_app_search_fts MATCH %s AND +rowid IN ({marks}) AND rowid BETWEEN %s AND %s",
+                [query.fts5(), *ids, min(ids), max(ids)],
+            )
+            return {row[0]: float(row[1]) for row in c.fetchall()}
         c.execute(
             f"SELECT {key}, {score} FROM {source} WHERE {where} AND {key} IN ({marks})",
             [*score_params, *params, *ids],

@@ -84,6 +84,20 @@ def test_a_prefix_with_label_in_a_phrase_and_a_session(alice, planted):
     assert _found(alice, '"then qxvent" qxw* label:postmortem') == set()
 
 
+@pytest.mark.parametrize("q", ["kes*", "k*", "kest*", "kes* label:keep", "k* label:keep", "kestrel label:keep"])
+def test_ranked_prefix_hits_put_the_most_relevant_first_with_or_without_label(alice, q):
+    s = services.session_create(owner=alice, name="rank")
+    ids = [
+        str(services.entry_append(session=s, payload=user(text, 1_767_600_000_000 + n), author=alice).entry_id)
+        for n, text in enumerate(["kestrel kestrel kestrel", "kestrel " + " ".join(f"filler{i}" for i in range(200))])
+    ]
+    for target in ids:
+        services.label_set(session=s, target_id=target, label="keep", author=alice)
+    result = search.search(user=alice, q=q, limit=5)
+    assert result.ranked is True
+    assert result.hits[0].entry_id == ids[0]  # though the other is newer
+
+
 def test_an_appended_entry_is_found_by_its_prefixes_and_the_index_checks_out(alice, planted):
     s, ids = planted
     new = str(services.entry_append(session=s, payload=user("qxnovel arrives late"), author=alice).entry_id)
