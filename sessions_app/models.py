@@ -471,3 +471,22 @@ class MessageSpan(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session_id}:{self.seq}"
+
+
+class RunStart(models.Model):
+    """An entry whose parent is not the entry just before it in file order (a root, or the first
+    entry of a branch): between two of them, each entry's parent is the one before it, so a path
+    is a few ranges of seqs (store/run_starts.py). Kept beside the search index, as MessageSpan;
+    a path without them is walked entry by entry."""
+
+    # No index of its own: the (session, seq) constraint covers it.
+    session = models.ForeignKey(
+        Session, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+"
+    )
+    seq = models.PositiveIntegerField()  # the entry's
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "seq"], name="runstart_session_seq")]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}:{self.seq}"

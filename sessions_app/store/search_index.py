@@ -25,7 +25,7 @@ from django.db import connection, transaction
 from sessions_app.core import jsjson
 from sessions_app.core.searchtext import IndexRow, index_rows
 from sessions_app.models import VISIBLE, Session
-from sessions_app.store import message_spans, writelock
+from sessions_app.store import message_spans, run_starts, writelock
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +124,7 @@ def _index_range(session_pk: int, after: int, upto: int | None) -> tuple[int, in
     """Index the entries with after < seq <= upto (None: to the last); (documents, bytes per line).
     Read a batch at a time, each sized by the lines' length so far: memory stays bounded on a file
     of huge lines."""
+    run_starts.write(session_pk, after=after, upto=upto)
     written = lines = size = 0
     limit = 50
     # SQLite's stored UTF-8 as it is: parsed and searched for spans with no decode and encode again.
@@ -205,9 +206,10 @@ def _delete_docs(where: str, params: list[Any]) -> None:
 
 
 def delete_session(session_pk: int) -> None:
-    """The session's documents and message spans."""
+    """The session's documents, message spans and run starts."""
     _delete_docs("session_id = %s", [session_pk])
     message_spans.delete_session(session_pk)
+    run_starts.delete_session(session_pk)
 
 
 def reindex_all() -> tuple[int, int]:
@@ -222,6 +224,7 @@ def reindex_all() -> tuple[int, int]:
     with transaction.atomic():
         _delete_docs("session_id NOT IN (SELECT id FROM sessions_app_session)", [])
         message_spans.delete_orphans()
+        run_starts.delete_orphans()
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE sessions_app_searchdoc")  # (store/search.py's plans need its statistics)

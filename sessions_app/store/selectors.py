@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import operator
 from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -123,7 +124,11 @@ def _walk(sql: str, session: Session, leaf_id: str, stop_id: str | None) -> list
 
 def path_nodes(*, session: Session, leaf_id: str, stop_id: str | None = None) -> list[Node]:
     """Root-first path ending at leaf_id; starts at stop_id instead of the root if it is on the way."""
-    rows = _walk(_WALKS[connection.vendor], session, leaf_id, stop_id)
+    return _nodes(_walk(_WALKS[connection.vendor], session, leaf_id, stop_id))
+
+
+def _nodes(rows: list[tuple[Any, ...]]) -> list[Node]:
+    """Nodes of (entry_id, parent_id, type, line) rows."""
     return [Node(id=r[0], parent_id=r[1], type=r[2], data=jsjson.loads(r[3])) for r in rows]
 
 
@@ -179,37 +184,61 @@ def _context_rows(*, session: Session, leaf_id: str, start: _Start) -> list[tupl
     """The path from start's stop (else the root) to the leaf as core.context.Row rows, root first:
     each message entry's message as stored JSON (what the context needs of it, left undecoded),
     each other entry's line."""
-    rows = _context_range(session, leaf_id, start)
+    rows = _by_runs(_CONTEXT_RUNS[connection.vendor], session, leaf_id, start)
     if rows is None:
         rows = _walk(_CONTEXT_WALKS[connection.vendor], session, leaf_id, start.stop)
     return rows
 
 
-# The path as a range of file order: where nothing else was written between the stop and the leaf
-# (a linear stretch), the path is every entry in between, read in order from the (session, seq)
-# index with no step-by-step walk (which costs more than the lines themselves).
-_CONTEXT_RANGES = {
-    vendor: f"""
-SELECT up.entry_id, up.parent_id, up.type, {column} FROM sessions_app_entry up {_SPAN_JOIN}
-WHERE up.session_id = %s AND up.seq BETWEEN %s AND %s ORDER BY up.seq
+# Where a range begins going up: the last run start at or before `below`, but not before the stop
+# (params: the stop's seq, or 0, twice; the session); NULL where none is recorded.
+_RUN_FIRST = """CAST((SELECT CASE WHEN MAX(h.seq) < %s THEN %s ELSE MAX(h.seq) END FROM sessions_app_runstart h
+    WHERE h.session_id = %s AND h.seq <= {below}) AS bigint)"""
+
+
+def _runs_sql(out: str, join: str = "") -> str:
+    """The path as ranges of file order (store/run_starts.py): from the leaf, the last run start at
+    or before it begins its range; the parent of that start ends the next range; and so on up to
+    the stop (else the root). Each range is read in order from the (session, seq) index: no lookup
+    per entry of its parent, which costs more than the lines themselves. Gives entry_id,
+    parent_id, type, `out` (of the entry, `up`, and what `join` joins to it) and seq, in no
+    order: sorted here, where the ranges come in order (an ORDER BY copies every line into a
+    sorter). (CROSS JOIN: SQLite keeps the runs outside; it would scan the entries past the stop
+    for each.)"""
+    return f"""
+WITH RECURSIVE runs(first, last) AS (
+    SELECT {_RUN_FIRST.format(below="%s")}, CAST(%s AS bigint)
+    UNION ALL
+    SELECT {_RUN_FIRST.format(below="p.seq")}, CAST(p.seq AS bigint)
+    FROM runs CROSS JOIN sessions_app_entry f CROSS JOIN sessions_app_entry p
+    WHERE f.session_id = %s AND f.seq = runs.first AND p.session_id = %s AND p.entry_id = f.parent_id
+        AND runs.first > %s
+)
+SELECT up.entry_id, up.parent_id, up.type, {out}, up.seq FROM runs CROSS JOIN sessions_app_entry up {join}
+WHERE up.session_id = %s AND up.seq BETWEEN runs.first AND runs.last
 """
-    for vendor, column in _MESSAGE_OR_LINE.items()
-}
 
 
-def _context_range(session: Session, leaf_id: str, start: _Start) -> list[tuple[Any, ...]] | None:
-    """The path from start's stop (else the root) to the leaf, if it is all the entries between
-    them in file order (seq is dense: as many entries as the depths differ by); None otherwise.
-    The depths only tell whether to look: the rows read must link up, each the parent of the
-    next, from the stop (or a root) to the leaf."""
-    first_seq, first_depth = (start.stop_seq, start.stop_depth) if start.stop else (1, 0)
-    if first_seq is None or first_seq > start.leaf_seq or start.leaf_seq - first_seq != start.leaf_depth - first_depth:
+_seq_of = operator.itemgetter(4)
+_CONTEXT_RUNS = {vendor: _runs_sql(column, _SPAN_JOIN) for vendor, column in _MESSAGE_OR_LINE.items()}
+_LINE_RUNS = {"sqlite": _runs_sql("CAST(raw AS BLOB)"), "postgresql": _runs_sql("raw")}
+
+
+def _by_runs(sql: str, session: Session, leaf_id: str, start: _Start) -> list[tuple[Any, ...]] | None:
+    """The path from start's stop (else the root) to the leaf, read by runs (_runs_sql); None if
+    the run starts are missing or wrong for it. Trusted only if the rows link up, each the parent
+    of the next, from the stop (or a root) to the leaf. Not tried where the indexer has yet to
+    record them (a large import being indexed): a range would run on over entries off the path."""
+    behind = session.indexed_seq is not None and session.indexed_seq < start.leaf_seq
+    if behind or (start.stop and start.stop_seq is None):
         return None
-    expected = start.leaf_seq - first_seq + 1
+    low = start.stop_seq if start.stop else 0
+    pk, leaf = session.pk, start.leaf_seq
     with connection.cursor() as cursor:
-        cursor.execute(_CONTEXT_RANGES[connection.vendor], [session.pk, first_seq, start.leaf_seq])
+        cursor.execute(sql, [low, low, pk, leaf, leaf, low, low, pk, pk, pk, low, pk])
         rows: list[tuple[Any, ...]] = cursor.fetchall()
-    if len(rows) != expected or rows[-1][0] != leaf_id:
+    rows.sort(key=_seq_of)  # (each range ascending, the ranges leaf first: a few runs to merge)
+    if len(rows) != start.leaf_depth - start.stop_depth + 1 or rows[-1][0] != leaf_id:
         return None
     if (rows[0][0] != start.stop) if start.stop else (rows[0][1] is not None):
         return None
@@ -293,7 +322,8 @@ def _session_context(*, session: Session, leaf_id: str | None) -> dict[str, Any]
     if target is None:
         return {"leafId": None, "messages": [], "thinkingLevel": "off", "model": None}
     start = _context_start(session, target)
-    path = path_nodes(session=session, leaf_id=target, stop_id=start.stop)
+    rows = _by_runs(_LINE_RUNS[connection.vendor], session, target, start)
+    path = path_nodes(session=session, leaf_id=target, stop_id=start.stop) if rows is None else _nodes(rows)
     return {"leafId": target, **ctx.context_from_path(path, thinking_level=start.thinking, model=start.model)}
 
 

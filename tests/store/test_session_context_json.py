@@ -12,9 +12,8 @@ import pytest
 
 from sessions_app.core import jsjson
 from sessions_app.models import Entry, Session
-from sessions_app.store import selectors, services
+from sessions_app.store import selectors
 from sessions_app.store.importing import pipeline
-from tests.builders import user
 from tests.generate import generate
 from tests.paths import HANDMADE, LARGE_SESSION
 
@@ -99,22 +98,3 @@ def test_an_empty_session_and_an_unknown_leaf(alice):
     }
     with pytest.raises(Exception, match="nope"):
         selectors.session_context_json(session=session, leaf_id="nope")
-
-
-def test_a_linear_stretch_is_read_as_a_range_and_a_branch_by_walking(alice):
-    data = generate(400, 3, compactions=2, labels=5, branch_prob=0.0)
-    session = pipeline.session_import(owner=alice, data=data).session
-    assert session.leaf_id is not None
-    start = selectors._context_start(session, session.leaf_id)
-    rows = selectors._context_range(session, session.leaf_id, start)
-    assert rows is not None and rows[-1][0] == session.leaf_id
-    assert assert_same_at(session, some_entries(session, 40)) > 100
-    # A branch off an older entry: the entries between are not all on its path.
-    older = Entry.objects.get(session=session, seq=session.last_seq - 5).entry_id
-    services.leaf_move(session=session, entry_id=older)
-    services.entry_append(session=session, payload=user("a branch"))
-    session.refresh_from_db()
-    assert session.leaf_id is not None
-    start = selectors._context_start(session, session.leaf_id)
-    assert selectors._context_range(session, session.leaf_id, start) is None
-    assert assert_same_at(session, [None]) > 0
