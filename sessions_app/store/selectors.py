@@ -204,7 +204,9 @@ def _runs_sql(out: str, join: str = "") -> str:
     parent_id, type, `out` (of the entry, `up`, and what `join` joins to it) and seq, in no
     order: sorted here, where the ranges come in order (an ORDER BY copies every line into a
     sorter). (CROSS JOIN: SQLite keeps the runs outside; it would scan the entries past the stop
-    for each.)"""
+    for each.) Each step goes to a lower seq, so it ends whatever the run starts say: a parent
+    written after its child (pi can write one) would otherwise, with the run starts above it not
+    yet recorded, name the same range again and again; such a path is walked."""
     return f"""
 WITH RECURSIVE runs(first, last) AS (
     SELECT {_RUN_FIRST.format(below="%s")}, CAST(%s AS bigint)
@@ -212,7 +214,7 @@ WITH RECURSIVE runs(first, last) AS (
     SELECT {_RUN_FIRST.format(below="p.seq")}, CAST(p.seq AS bigint)
     FROM runs CROSS JOIN sessions_app_entry f CROSS JOIN sessions_app_entry p
     WHERE f.session_id = %s AND f.seq = runs.first AND p.session_id = %s AND p.entry_id = f.parent_id
-        AND runs.first > %s
+        AND runs.first > %s AND p.seq < runs.first
 )
 SELECT up.entry_id, up.parent_id, up.type, {out}, up.seq FROM runs CROSS JOIN sessions_app_entry up {join}
 WHERE up.session_id = %s AND up.seq BETWEEN runs.first AND runs.last

@@ -15,7 +15,7 @@ from django.db import connection
 from sessions_app.models import Entry, RunStart, Session
 from sessions_app.store import run_starts, search_index, selectors, services
 from sessions_app.store.importing import pipeline
-from tests.builders import user
+from tests.builders import entry, header, jsonl, user
 from tests.generate import generate
 
 pytestmark = pytest.mark.django_db
@@ -27,10 +27,10 @@ def starts_in_file(data: bytes) -> set[int]:
     """Seqs (1-based, in file order) of the entries whose parentId is not the previous entry's id."""
     lines = [orjson.loads(line) for line in data.splitlines()[1:] if line.strip()]
     found, before = set(), None
-    for seq, entry in enumerate(lines, 1):
-        if entry["parentId"] is None or entry["parentId"] != before:
+    for seq, obj in enumerate(lines, 1):
+        if obj["parentId"] is None or obj["parentId"] != before:
             found.add(seq)
-        before = entry["id"]
+        before = obj["id"]
     return found
 
 
@@ -141,3 +141,28 @@ def test_deleted_with_the_session_and_rebuilt_by_a_reindex(branched, alice):
     assert recorded(session) == starts_in_file(data)
     services.session_delete(session=session)
     assert not RunStart.objects.filter(session_id=session.pk).exists()
+
+
+def test_a_parent_written_after_its_child_is_walked_and_the_read_ends(alice):
+    # pi can write a child before its parent: seq follows the file, so the parent's seq is higher.
+    # With the run starts above the child's branch not yet recorded (the indexer behind), the
+    # ranges' step from the child to its parent would name the same range forever.
+    data = jsonl(
+        header(),
+        entry("a", None),
+        entry("c", "b"),
+        entry("d", "c"),
+        entry("b", "a"),
+    )
+    session = pipeline.session_import(owner=alice, data=data).session
+    assert recorded(session) == starts_in_file(data) == {1, 2, 4}
+    seqs = dict(Entry.objects.filter(session=session).values_list("entry_id", "seq"))
+    assert seqs == {"a": 1, "c": 2, "d": 3, "b": 4}
+    RunStart.objects.filter(session=session, seq=4).delete()
+    Session.objects.filter(pk=session.pk).update(indexed_seq=3)
+    session.refresh_from_db()
+    for leaf in ("c", "d"):
+        assert not by_runs(session, leaf)  # (ends, and the path is walked)
+        context = selectors.session_context(session=session, leaf_id=leaf)
+        assert [m["content"][0]["text"] for m in context["messages"]][:2] == ["text of a", "text of b"]
+        assert orjson.loads(selectors.session_context_json(session=session, leaf_id=leaf)) == context
