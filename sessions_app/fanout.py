@@ -158,7 +158,8 @@ class Subscriber:
         except Exception:
             log.warning("the live events' Redis subscription broke; viewers reconnect", exc_info=True)
             async with self.lock:
-                self.pubsub = None
+                # (and no reader: a viewer who joins while the others are told starts a new one)
+                self.pubsub, self.reader = None, None
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()
             await self.hub.lost()

@@ -470,9 +470,8 @@ def _scores(
         if connection.vendor == "sqlite":
             # The text index's matches in the span of these ids, read once, each kept if it is
             # one of them (the unary + keeps SQLite from looking each id up by its rowid): bm25
-            # counts the documents of every term of the query at each such lookup, which for a
-            # common word made ranking a window of matches cost seconds. They all passed the
-            # other conditions already.
+            # counts the documents of every term of the query at each such lookup: a common word's
+            # count once per id of the window. They all passed the other conditions already.
             c.execute(
                 "SELECT rowid, bm25(sessions_app_search_fts) FROM sessions_app_search_fts "
                 f"WHERE sessions_app_search_fts MATCH %s AND +rowid IN ({marks}) AND rowid BETWEEN %s AND %s",

@@ -1,4 +1,4 @@
-"""Keeping the search index (models.SearchDoc, migration 0012) in step with the entries.
+"""Keeping the search index (models.SearchDoc, migration 0013) in step with the entries.
 
 One writer, write_rows, of the rows searchtext.index_rows makes from stored entries. A session's
 indexed_seq says how far its entries are indexed: NULL, all of them. Writes of a few entries
@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 BATCH = 2000  # entries read per query, at most
 BATCH_BYTES = 4_000_000  # about this much line text per query: memory stays bounded on a file of huge lines
 _COLS = ("session_id", "seq", "entry_id", "kind", "role", "tool", "model", "ts_ms", "text")
-FTS = "sessions_app_search_fts"  # SQLite's FTS5 index over sessions_app_searchdoc (migration 0012)
+FTS = "sessions_app_search_fts"  # SQLite's FTS5 index over sessions_app_searchdoc (migration 0013)
 # The prefix lengths FTS5 keeps an index of (migration 0020): a prefix query of one of these
 # lengths reads one list of matches; of another length, the lists of every term it begins.
 FTS_PREFIXES = (2, 3)
