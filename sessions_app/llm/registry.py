@@ -65,8 +65,11 @@ def model_from_json(data: Mapping[str, Any]) -> ModelInfo:
 
 @dataclass(frozen=True, slots=True)
 class Registry:
-    models: tuple[ModelInfo, ...]
+    models: tuple[ModelInfo, ...]  # those this server can run
     providers: Mapping[str, Provider] = field(repr=False)  # by ModelInfo.api
+    # Every model it lists, runnable or not: a session recorded elsewhere names one whose window
+    # and prices are known here even where no key for its provider is set.
+    listed: tuple[ModelInfo, ...] = ()
 
     @property
     def default_model(self) -> ModelInfo:
@@ -92,6 +95,11 @@ class Registry:
         names none (core.context)."""
         chosen = chosen or {}
         return self.resolve(provider=chosen.get("provider"), model_id=chosen.get("modelId"))
+
+    def describe(self, *, provider: object, model_id: object) -> ModelInfo | None:
+        """What this server knows of provider/model_id (both must match), whether or not it can
+        run it; None if it lists no such model."""
+        return next((m for m in (*self.models, *self.listed) if m.provider == provider and m.id == model_id), None)
 
     def provider_for(self, model: ModelInfo) -> Provider:
         return self.providers[model.api]
@@ -127,7 +135,7 @@ def build_registry(
         )
     listed = tuple(model_from_json(m) for m in json.loads(models_json)) if models_json else DEFAULT_MODELS
     models = (*(m for m in listed if m.api in providers), DEMO_MODEL)
-    return Registry(models=models, providers=providers)
+    return Registry(models=models, providers=providers, listed=listed)
 
 
 def registry_from_settings() -> Registry:

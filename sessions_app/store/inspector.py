@@ -84,8 +84,4 @@ def _cut(path: list[Any], item_ids: list[str], keep: int) -> tuple[int | None, b
 
 
 def _model_info(registry: Registry, model: Mapping[str, Any] | None) -> ModelInfo | None:
-    if not model:
-        return None
-    return next(
-        (m for m in registry.models if m.provider == model.get("provider") and m.id == model.get("modelId")), None
-    )
+    return registry.describe(provider=model.get("provider"), model_id=model.get("modelId")) if model else None

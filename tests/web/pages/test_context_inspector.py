@@ -112,8 +112,8 @@ def test_the_cut_mark_and_the_total(alice: User):
     order = re.findall(r'data-cut|data-entry="([^"]+)" data-role', html)
     assert order == [ids[0], ids[1], "", ids[2], ids[3], ids[4], ids[5]]
     assert 'data-tokens="30030"' in html  # the total: 3 x 10,000 + 3 x 10
-    # the model (claude-sonnet-4-5, no key on this server) is not in the registry: said so
-    assert "anthropic/claude-sonnet-4-5</span> is not in this server's model registry" in html
+    # the model (claude-sonnet-4-5): listed, though no key for it is set here, so its window is known
+    assert 'data-window="200000"' in html and "of Claude Sonnet 4.5 (15.0%)" in html
     # a short context: pi's cut falls on its first valid point, nothing before it
     small, small_ids = chat(alice, [40, 40])
     order = re.findall(r'data-cut|data-entry="([^"]+)" data-role', client.get(page_url(small)).content.decode())
@@ -174,3 +174,16 @@ def test_every_message_links_to_it(alice: User):
         assert f'href="/sessions/{s.public_id}/context/?entry={entry_id}" data-action="context"' in page
     assert f'data-context-url="/sessions/{s.public_id}/context/"' in page
     assert "i context" in page  # the tree's list of keys
+
+
+def test_a_model_the_server_does_not_list_is_said_to_be_unknown(alice: User):
+    s, _ = chat(alice, [400])
+    services.entry_append(
+        session=s, payload={"type": "model_change", "provider": "acme", "modelId": "mystery-1"}, author=alice
+    )
+    services.entry_append(session=s, payload=user("more", 1_767_600_009_000), author=alice)
+    client = Client()
+    client.force_login(alice)
+    html = client.get(page_url(s)).content.decode()
+    assert "acme/mystery-1</span> is not in this server's model registry" in html
+    assert "data-window" not in html
