@@ -39,16 +39,3 @@ def write(session_pk: int, lines: Iterable[tuple[int, str | bytes, Mapping[str, 
                 part,
             )
     return count
-
-
-def delete_session(session_pk: int) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute("DELETE FROM sessions_app_messagespan WHERE session_id = %s", [session_pk])
-
-
-def delete_orphans() -> None:
-    """Spans of sessions no longer there (a reindex's sweep)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "DELETE FROM sessions_app_messagespan WHERE session_id NOT IN (SELECT id FROM sessions_app_session)"
-        )

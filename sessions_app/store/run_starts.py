@@ -30,16 +30,3 @@ def write(session_pk: int, *, after: int, upto: int | None) -> None:
     last); those already recorded (a reindex) are kept."""
     with connection.cursor() as cursor:
         cursor.execute(_WRITE, [session_pk, after, upto if upto is not None else 2**62])
-
-
-def delete_session(session_pk: int) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute("DELETE FROM sessions_app_runstart WHERE session_id = %s", [session_pk])
-
-
-def delete_orphans() -> None:
-    """Run starts of sessions no longer there (a reindex's sweep)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "DELETE FROM sessions_app_runstart WHERE session_id NOT IN (SELECT id FROM sessions_app_session)"
-        )

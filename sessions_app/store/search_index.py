@@ -36,6 +36,9 @@ FTS = "sessions_app_search_fts"  # SQLite's FTS5 index over sessions_app_searchd
 # The prefix lengths FTS5 keeps an index of (migration 0020): a prefix query of one of these
 # lengths reads one list of matches; of another length, the lists of every term it begins.
 FTS_PREFIXES = (2, 3)
+# What _index_range writes beside the documents, from the same lines: shortcuts of the context
+# (store/message_spans.py, store/run_starts.py), deleted with them.
+_BESIDE = ("sessions_app_messagespan", "sessions_app_runstart")
 ANALYZE_AFTER = 5000  # documents one catch-up writes: PostgreSQL's statistics of them are renewed after
 ROWS = 100  # documents per INSERT (9 parameters each: well under SQLite's limit)
 _ONE = "(" + ", ".join(["%s"] * len(_COLS)) + ")"
@@ -206,10 +209,11 @@ def _delete_docs(where: str, params: list[Any]) -> None:
 
 
 def delete_session(session_pk: int) -> None:
-    """The session's documents, message spans and run starts."""
+    """The session's documents, and the rows kept beside them (_BESIDE)."""
     _delete_docs("session_id = %s", [session_pk])
-    message_spans.delete_session(session_pk)
-    run_starts.delete_session(session_pk)
+    with connection.cursor() as cursor:
+        for table in _BESIDE:
+            cursor.execute(f"DELETE FROM {table} WHERE session_id = %s", [session_pk])
 
 
 def reindex_all() -> tuple[int, int]:
@@ -223,8 +227,9 @@ def reindex_all() -> tuple[int, int]:
         sessions += 1
     with transaction.atomic():
         _delete_docs("session_id NOT IN (SELECT id FROM sessions_app_session)", [])
-        message_spans.delete_orphans()
-        run_starts.delete_orphans()
+        with connection.cursor() as cursor:
+            for table in _BESIDE:
+                cursor.execute(f"DELETE FROM {table} WHERE session_id NOT IN (SELECT id FROM sessions_app_session)")
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE sessions_app_searchdoc")  # (store/search.py's plans need its statistics)

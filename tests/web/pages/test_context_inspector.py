@@ -126,15 +126,19 @@ def test_the_cut_mark_and_the_total(alice: User):
     assert "No compaction would cut here: already compacted." in html
 
 
-def test_the_window_of_a_model_the_registry_knows(alice: User):
-    s, _ = chat(alice, [4000])
-    services.entry_append(
-        session=s, payload={"type": "model_change", "provider": "piweb", "modelId": "piweb-demo"}, author=alice
-    )
-    services.entry_append(session=s, payload=user("more", 1_767_600_009_000), author=alice)
+def page_after_model_change(owner: User, provider: str, model_id: str) -> str:
+    """The inspector at a chat's leaf, after a switch to provider/model_id and one more message."""
+    s, _ = chat(owner, [4000])
+    change = {"type": "model_change", "provider": provider, "modelId": model_id}
+    services.entry_append(session=s, payload=change, author=owner)
+    services.entry_append(session=s, payload=user("more", 1_767_600_009_000), author=owner)
     client = Client()
-    client.force_login(alice)
-    html = client.get(page_url(s)).content.decode()
+    client.force_login(owner)
+    return client.get(page_url(s)).content.decode()
+
+
+def test_the_window_of_a_model_the_registry_knows(alice: User):
+    html = page_after_model_change(alice, "piweb", "piweb-demo")
     window = registry_from_settings().get("piweb-demo").context_window
     assert f'data-window="{window}"' in html and 'data-tokens="1011"' in html
     assert f'<meter class="ctx-meter" min="0" max="{window}" value="1011"' in html
@@ -177,13 +181,6 @@ def test_every_message_links_to_it(alice: User):
 
 
 def test_a_model_the_server_does_not_list_is_said_to_be_unknown(alice: User):
-    s, _ = chat(alice, [400])
-    services.entry_append(
-        session=s, payload={"type": "model_change", "provider": "acme", "modelId": "mystery-1"}, author=alice
-    )
-    services.entry_append(session=s, payload=user("more", 1_767_600_009_000), author=alice)
-    client = Client()
-    client.force_login(alice)
-    html = client.get(page_url(s)).content.decode()
+    html = page_after_model_change(alice, "acme", "mystery-1")
     assert "acme/mystery-1</span> is not in this server's model registry" in html
     assert "data-window" not in html
