@@ -266,12 +266,13 @@ def _async_options() -> dict[str, Any]:
 
 
 def _subscriber_options() -> dict[str, Any]:
+    """The other clients' options, with no retry on any error; named, so that an operator finds
+    it in CLIENT LIST."""
     from redis.asyncio.retry import Retry
     from redis.backoff import NoBackoff
 
-    # (named: an operator finds it in CLIENT LIST)
-    options = {"socket_keepalive": True, "health_check_interval": 30, "client_name": SUBSCRIBER_NAME}
-    return {**options, "retry": Retry(NoBackoff(), 0, ())}
+    no_retry = {"retry": Retry(NoBackoff(), 0, ()), "retry_on_error": []}
+    return {**_client_options(Retry), **no_retry, "client_name": SUBSCRIBER_NAME}
 
 
 def sync_redis_client() -> Any:
