@@ -5,8 +5,11 @@ must never change an answer."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import random
+import time
+from collections.abc import Iterator
 
 import orjson
 import pytest
@@ -52,6 +55,27 @@ def by_runs(session: Session, leaf: str) -> bool:
     """Whether the context at leaf is read by runs (else walked)."""
     start = selectors._context_start(session, leaf)
     return selectors._by_runs(selectors._CONTEXT_RUNS[connection.vendor], session, leaf, start) is not None
+
+
+@contextlib.contextmanager
+def bounded_statements(seconds: float = 10) -> Iterator[None]:
+    """A statement that runs longer fails (OperationalError) instead of hanging the test run."""
+    connection.ensure_connection()
+    if connection.vendor == "sqlite":
+        deadline = time.monotonic() + seconds
+        connection.connection.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+        try:
+            yield
+        finally:
+            connection.connection.set_progress_handler(None, 0)
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(f"SET LOCAL statement_timeout = {int(seconds * 1000)}")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL statement_timeout = 0")
 
 
 @pytest.fixture
@@ -162,7 +186,8 @@ def test_a_parent_written_after_its_child_is_walked_and_the_read_ends(alice):
     Session.objects.filter(pk=session.pk).update(indexed_seq=3)
     session.refresh_from_db()
     for leaf in ("c", "d"):
-        assert not by_runs(session, leaf)  # (ends, and the path is walked)
+        with bounded_statements():
+            assert not by_runs(session, leaf)  # (ends, and the path is walked)
         context = selectors.session_context(session=session, leaf_id=leaf)
         assert [m["content"][0]["text"] for m in context["messages"]][:2] == ["text of a", "text of b"]
         assert orjson.loads(selectors.session_context_json(session=session, leaf_id=leaf)) == context
