@@ -446,6 +446,11 @@ class SearchDoc(models.Model):
         indexes = [
             models.Index(fields=["session", "seq"], name="searchdoc_session_seq"),
             models.Index(fields=["ts_ms"], name="searchdoc_ts"),
+            # A label set or cleared replaces the one in force on its target (search_index.write_rows):
+            # found here, not by reading every document of the session at each indexed batch.
+            models.Index(
+                fields=["session", "entry_id"], condition=models.Q(kind="label"), name="searchdoc_label_target"
+            ),
         ]
 
     def __str__(self) -> str:
