@@ -21,7 +21,10 @@ per session. Then, as a member of both teams:
            session published and readable; its search index is built right after, by a thread of
            its own: store/search_index.py) and until it is searchable, best of --import-runs
            (target: ratio <= 1.2); with the CPU seconds of the importing process and of its worker
-           child, which show where the time goes on a busy machine
+           child, which show where the time goes on a busy machine; then the text index's own work on
+           that import's documents, already in memory, into an empty index (SQLite: FTS5 as
+           configured, with no prefix index, and with no positions; PostgreSQL: to_tsvector), and
+           the least ratio any indexing could reach with both of them spread over every core
 
 --sessions 0 measures only the import (no corpus, no queries). --queries-only times the queries
 again on the corpus a previous run left in the database (no build, no import).
@@ -310,6 +313,7 @@ def main() -> None:
         timings["readable"].append((readable, *(b - a for a, b in zip(before, readable_cpu, strict=True))))
         timings["searchable"].append((searchable, *(b - a for a, b in zip(before, after, strict=True))))
         log(f"import: readable after {readable:.2f} s, searchable after {searchable:.2f} s")
+        floor, least_index = text_index_floor(imported.session.pk)
         services.session_delete(session=imported.session)
     with_s, without_s = min(timings["searchable"]), min(timings["readable"])
 
@@ -326,6 +330,59 @@ def main() -> None:
             f"    {mode:12} "
             + "; ".join(f"{w:.2f} s wall, CPU {o:.2f} s + worker {c:.2f} s + server {v:.2f} s" for w, o, c, v in runs)
         )
+    budget = 0.2 * without_s[0]
+    print(f"    the target leaves {budget:.2f} s for indexing; the text index's own work on this import's documents:")
+    for name, seconds in floor:
+        print(f"      {name:66} {seconds:.2f} s  ({seconds / budget:.1f}x what the target leaves)")
+    # The least any indexing can add: the import's CPU and the index's own (with positions, which
+    # phrases need), spread perfectly over every core, nothing else done.
+    cores = os.cpu_count() or 1
+    least = (sum(without_s[1:]) + least_index) / cores
+    print(
+        f"    with every core busy and nothing but the import and that index: ({sum(without_s[1:]):.2f} + "
+        f"{least_index:.2f}) CPU s / {cores} cores = {least:.2f} s, ratio {least / without_s[0]:.2f} at the least"
+    )
+
+
+def text_index_floor(session_pk: int) -> tuple[list[tuple[str, float]], float]:
+    """The full-text engine's own work on a session's documents (the texts alone, already in memory,
+    into an empty index; no parsing, no other table), in each configuration; and the least of those
+    that still answers every query the issue asks for (phrases need positions)."""
+    from django.db import connection
+
+    from sessions_app.models import SearchDoc
+    from sessions_app.store import search_index
+
+    texts = list(SearchDoc.objects.filter(session_id=session_pk).values_list("text", flat=True))
+    label = f"{len(texts):,} documents, {sum(map(len, texts)) / 1e6:.0f}M characters"
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            start = time.perf_counter()
+            cursor.execute(
+                "SELECT count(to_tsvector('simple', regexp_replace(t, '[\\W_]+', ' ', 'g'))) FROM unnest(%s::text[]) t",
+                [texts],
+            )
+            seconds = time.perf_counter() - start
+            return [(f"to_tsvector of {label}", seconds)], seconds
+    import sqlite3
+
+    found = []
+    prefixes = " ".join(map(str, search_index.FTS_PREFIXES))
+    for name, options in (
+        (f"FTS5 as configured (prefix '{prefixes}'), {label}", f"detail='full', prefix='{prefixes}'"),
+        ("FTS5 with no prefix index", "detail='full'"),
+        ("FTS5 at its cheapest (no positions: phrase queries refused)", "detail='none'"),
+    ):
+        db = sqlite3.connect(":memory:")
+        db.execute(
+            f"CREATE VIRTUAL TABLE f USING fts5(text, content='', tokenize='unicode61 remove_diacritics 2', {options})"
+        )
+        start = time.perf_counter()
+        db.executemany("INSERT INTO f(rowid, text) VALUES (?, ?)", enumerate(texts, 1))
+        db.commit()
+        found.append((name, time.perf_counter() - start))
+        db.close()
+    return found, found[1][1]
 
 
 if __name__ == "__main__":
