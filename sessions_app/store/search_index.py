@@ -162,8 +162,7 @@ def write_rows(session_pk: int, rows: list[IndexRow], targets: list[str]) -> int
     stored before (a label set or cleared replaces the one in force). Returns how many."""
     for start in range(0, len(targets), 500):
         part = targets[start : start + 500]
-        marks = ", ".join(["%s"] * len(part))
-        _delete_docs(f"session_id = %s AND kind = 'label' AND entry_id IN ({marks})", [session_pk, *part])
+        _delete_docs(labels_of(len(part)), [session_pk, *part])
     if not rows:
         return 0
     with connection.cursor() as cursor:
@@ -185,6 +184,12 @@ def write_rows(session_pk: int, rows: list[IndexRow], targets: list[str]) -> int
             f"INSERT INTO {FTS}(rowid, text) SELECT id, text FROM sessions_app_searchdoc WHERE id > %s", [before]
         )
     return len(rows)
+
+
+def labels_of(targets: int) -> str:
+    """The documents of the labels in force on that many targets of a session (its pk, then the
+    targets, as parameters): read through the partial index searchdoc_label_target (migration 0022)."""
+    return f"session_id = %s AND kind = 'label' AND entry_id IN ({', '.join(['%s'] * targets)})"
 
 
 def _params(session_pk: int, rows: list[IndexRow]) -> list[Any]:

@@ -176,3 +176,19 @@ def test_the_index_is_kept_for_large_imports_on_either_database(alice, generated
             cursor.execute("SELECT reltuples FROM pg_class WHERE relname = 'sessions_app_searchdoc'")
             assert cursor.fetchone()[0] > pipeline.ANALYZE_AFTER / 2
     assert SearchDoc.objects.count() > pipeline.ANALYZE_AFTER  # and the import was indexed
+
+
+def test_a_batch_finds_the_labels_it_replaces_through_their_index(alice):
+    """Each indexed batch deletes the label documents of the targets it labels: by the partial
+    index of label documents (migration 0022), not by reading every document of the session."""
+    select = f"SELECT id FROM sessions_app_searchdoc WHERE {search_index.labels_of(3)}"
+    params: list[Any] = [1, "a", "b", "c"]
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute(f"EXPLAIN QUERY PLAN {select}", params)
+            plan = " ".join(str(row[-1]) for row in cursor.fetchall())
+        else:
+            cursor.execute("SET LOCAL enable_seqscan = off")  # (an empty table: what it could use, not what it would)
+            cursor.execute(f"EXPLAIN {select}", params)
+            plan = " ".join(row[0] for row in cursor.fetchall())
+    assert "searchdoc_label_target" in plan, plan
