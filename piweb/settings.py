@@ -249,6 +249,10 @@ PIWEB_IMPORT_WORKER_MIN_BYTES = env_int("PIWEB_IMPORT_WORKER_MIN_BYTES", 4 * 102
 # by a background thread (store/search_index.py: the session says "indexing…" meanwhile); a
 # smaller one is indexed before the import returns.
 PIWEB_SEARCH_INDEX_INLINE_ENTRIES = env_int("PIWEB_SEARCH_INDEX_INLINE_ENTRIES", 5000)
+# Search: the longest one search may keep the database busy (ms), then it stops and asks for a
+# narrower query (store/search.py); a query of many one-letter prefixes could otherwise hold a
+# core for minutes. 0: no limit.
+PIWEB_SEARCH_TIMEOUT_MS = env_int("PIWEB_SEARCH_TIMEOUT_MS", 5000)
 # SQLite: imports of files this big or bigger leave the WAL checkpoint to a background thread
 # (sessions_app/checkpoint.py); -1: never.
 PIWEB_BACKGROUND_CHECKPOINT_BYTES = env_int("PIWEB_BACKGROUND_CHECKPOINT_BYTES", 4 * 1024 * 1024)

@@ -136,3 +136,9 @@ class SearchInvalid(SessionsError):
 
     status = 422
     default_message = "The search could not be read"
+
+
+class SearchTooBroad(SearchInvalid):
+    """A search that kept the database busy longer than PIWEB_SEARCH_TIMEOUT_MS: stopped there."""
+
+    default_message = "This search takes too long: add a word or a filter to narrow it"

@@ -201,6 +201,10 @@ def parse(q: str) -> Query:
             query.phrases.append(words)  # a path or an identifier with dots: its parts in order
         else:
             query.words += words
+    # A term given twice asks nothing more, but the engine would read its matches twice.
+    query.words = list(dict.fromkeys(query.words))
+    query.prefixes = list(dict.fromkeys(query.prefixes))
+    query.phrases = [list(p) for p in dict.fromkeys(tuple(p) for p in query.phrases)]
     return query
 
 

@@ -16,21 +16,26 @@ within one session is looked for among the newest filtered documents first
 from __future__ import annotations
 
 import base64
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
-from django.db import connection
+from django.db import OperationalError, connection, transaction
 
 from sessions_app.access import audit
 from sessions_app.core import searchtext
 from sessions_app.core.searchtext import Query, QueryError
-from sessions_app.errors import SearchInvalid
+from sessions_app.errors import SearchInvalid, SearchTooBroad
 from sessions_app.models import Session
 from sessions_app.store import search_index, selectors
 
 RANK_WINDOW = 500
+PROGRESS_OPS = 1000  # SQLite: the time budget is checked every this many steps of a statement
 # The roles the index stores (searchtext.entry_docs), by their lower case: role:toolresult finds them.
 _STORED_ROLES = ("user", "assistant", "toolResult", "bashExecution", "custom", "compaction", "branch_summary", "name")
 ROLES = {r.lower(): r for r in (*_STORED_ROLES, "label")}
@@ -246,15 +251,16 @@ def matching_sessions(*, user: User | AnonymousUser, q: str) -> list[int]:
         return []
     if query.empty or not user.is_authenticated:
         return []
-    source, where, params, _, _ = _where(user, query)
-    with connection.cursor() as c:
-        c.execute(f"SELECT DISTINCT d.session_id FROM {source} WHERE {where}", params)
-        return [row[0] for row in c.fetchall()]
+    with _time_budget():
+        source, where, params, _, _ = _where(user, query)
+        with connection.cursor() as c:
+            c.execute(f"SELECT DISTINCT d.session_id FROM {source} WHERE {where}", params)
+            return [row[0] for row in c.fetchall()]
 
 
 def search(*, user: User | AnonymousUser, q: str, limit: int = 20, cursor: str | None = None) -> Result:
     """The hits of q among the sessions user may read. SearchInvalid (422) for a bad filter or a
-    cursor this did not give out."""
+    cursor this did not give out; SearchTooBroad (422) for a search stopped at its time budget."""
     try:
         query = searchtext.parse(q)
     except QueryError as error:
@@ -263,6 +269,51 @@ def search(*, user: User | AnonymousUser, q: str, limit: int = 20, cursor: str |
     state = _cursor_in(cursor) if cursor else None
     if query.empty or not user.is_authenticated:
         return Result([], None, True, query, [])
+    with _time_budget():
+        return _search(user, query, limit, state)
+
+
+@contextmanager
+def _time_budget() -> Iterator[None]:
+    """The database work of one search, stopped after PIWEB_SEARCH_TIMEOUT_MS (0: never) with SearchTooBroad:
+    on SQLite by a progress handler on this thread's connection, on PostgreSQL by a statement
+    timeout local to a transaction of its own (restored after: a caller's transaction goes on)."""
+    ms = settings.PIWEB_SEARCH_TIMEOUT_MS
+    if ms <= 0:  # (no budget)
+        yield
+        return
+    too_broad = SearchTooBroad(
+        f"This search took longer than {ms / 1000:g} s and was stopped: add a word or a filter to narrow it",
+        field="q",
+    )
+    if connection.vendor == "sqlite":
+        connection.ensure_connection()
+        raw = connection.connection
+        deadline = time.monotonic() + ms / 1000
+        raw.set_progress_handler(lambda: int(time.monotonic() > deadline), PROGRESS_OPS)
+        try:
+            yield
+        except OperationalError as error:
+            if str(error) == "interrupted":
+                raise too_broad from None
+            raise
+        finally:
+            raw.set_progress_handler(None, 0)
+        return
+    try:
+        with transaction.atomic(), connection.cursor() as c:
+            c.execute("SELECT current_setting('statement_timeout')")
+            before = c.fetchone()[0]
+            c.execute("SELECT set_config('statement_timeout', %s, true)", [str(ms)])
+            yield
+            c.execute("SELECT set_config('statement_timeout', %s, true)", [before])
+    except OperationalError as error:
+        if getattr(error.__cause__, "sqlstate", None) == "57014":  # query_canceled
+            raise too_broad from None
+        raise
+
+
+def _search(user: User | AnonymousUser, query: Query, limit: int, state: dict[str, Any] | None) -> Result:
     source, where, all_params, score, score_params = _where(user, query)
     # The same id; on SQLite named as the FTS5 table's rowid, the order it yields matches in.
     key = "f.rowid" if connection.vendor == "sqlite" and query.has_text else "d.id"
