@@ -16,6 +16,7 @@ within one session is looked for among the newest filtered documents first
 from __future__ import annotations
 
 import base64
+import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -251,7 +252,7 @@ def matching_sessions(*, user: User | AnonymousUser, q: str) -> list[int]:
         return []
     if query.empty or not user.is_authenticated:
         return []
-    with _time_budget():
+    with time_budget():
         source, where, params, _, _ = _where(user, query)
         with connection.cursor() as c:
             c.execute(f"SELECT DISTINCT d.session_id FROM {source} WHERE {where}", params)
@@ -269,15 +270,16 @@ def search(*, user: User | AnonymousUser, q: str, limit: int = 20, cursor: str |
     state = _cursor_in(cursor) if cursor else None
     if query.empty or not user.is_authenticated:
         return Result([], None, True, query, [])
-    with _time_budget():
+    with time_budget():
         return _search(user, query, limit, state)
 
 
 @contextmanager
-def _time_budget() -> Iterator[None]:
-    """The database work of one search, stopped after PIWEB_SEARCH_TIMEOUT_MS (0: never) with SearchTooBroad:
-    on SQLite by a progress handler on this thread's connection, on PostgreSQL by a statement
-    timeout local to a transaction of its own (restored after: a caller's transaction goes on)."""
+def time_budget() -> Iterator[None]:
+    """The database work of one search, stopped PIWEB_SEARCH_TIMEOUT_MS (0: never) after it began,
+    with SearchTooBroad: on SQLite by a progress handler on this thread's connection; on
+    PostgreSQL each statement gets what is left of the budget as its timeout, local to a
+    transaction of the search's own (restored after: a caller's transaction goes on)."""
     ms = settings.PIWEB_SEARCH_TIMEOUT_MS
     if ms <= 0:  # (no budget)
         yield
@@ -286,10 +288,10 @@ def _time_budget() -> Iterator[None]:
         f"This search took longer than {ms / 1000:g} s and was stopped: add a word or a filter to narrow it",
         field="q",
     )
+    deadline = time.monotonic() + ms / 1000
     if connection.vendor == "sqlite":
         connection.ensure_connection()
         raw = connection.connection
-        deadline = time.monotonic() + ms / 1000
         raw.set_progress_handler(lambda: int(time.monotonic() > deadline), PROGRESS_OPS)
         try:
             yield
@@ -300,12 +302,20 @@ def _time_budget() -> Iterator[None]:
         finally:
             raw.set_progress_handler(None, 0)
         return
+
+    def within(execute: Any, sql: str, params: Any, many: bool, context: dict[str, Any]) -> Any:
+        left = math.ceil((deadline - time.monotonic()) * 1000)
+        if left <= 0:
+            raise too_broad
+        execute("SELECT set_config('statement_timeout', %s, true)", [str(left)], False, context)
+        return execute(sql, params, many, context)
+
     try:
         with transaction.atomic(), connection.cursor() as c:
             c.execute("SELECT current_setting('statement_timeout')")
             before = c.fetchone()[0]
-            c.execute("SELECT set_config('statement_timeout', %s, true)", [str(ms)])
-            yield
+            with connection.execute_wrapper(within):
+                yield
             c.execute("SELECT set_config('statement_timeout', %s, true)", [before])
     except OperationalError as error:
         if getattr(error.__cause__, "sqlstate", None) == "57014":  # query_canceled

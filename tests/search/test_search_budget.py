@@ -6,6 +6,7 @@ term given twice is asked once."""
 from __future__ import annotations
 
 import string
+import time
 
 import pytest
 from django.db import connection
@@ -69,3 +70,26 @@ def test_the_budget_leaves_the_connection_as_it_found_it(alice, many, settings):
                 [300_000],
             )
             assert cursor.fetchone()[0] == 300_000
+
+
+def test_the_budget_holds_for_the_whole_search_not_each_statement(settings):
+    """Three statements that each fit in the budget, but not together, are stopped (on PostgreSQL
+    each statement gets what is left of it as its timeout)."""
+    busy = (
+        "SELECT count(*) FROM generate_series(1, %s)"
+        if connection.vendor == "postgresql"
+        else "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %s) SELECT count(*) FROM n"
+    )
+    size = 200_000
+    with connection.cursor() as cursor:
+        while True:  # a statement of about 0.1 s or more on this machine
+            start = time.monotonic()
+            cursor.execute(busy, [size])
+            took = time.monotonic() - start
+            if took >= 0.1:
+                break
+            size *= 2
+        settings.PIWEB_SEARCH_TIMEOUT_MS = round(took * 1000 * 1.6)
+        with pytest.raises(SearchTooBroad), search.time_budget():
+            for _ in range(3):
+                cursor.execute(busy, [size])
