@@ -17,7 +17,8 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseStopPolling
 
 from sessions_app.access import permissions, teams
-from sessions_app.errors import ImportNotFound, InvalidRequest
+from sessions_app.errors import ImportNotFound, InvalidRequest, SearchInvalid
+from sessions_app.models import Session
 from sessions_app.store import explorer, services
 from sessions_app.store.importing import background
 from sessions_app.web import forms, header
@@ -31,9 +32,13 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
     form = forms.ListQueryForm(request.GET)
     data = form.cleaned_data if form.is_valid() else {}
     query = {k: data.get(k) or "" for k in ("q", "label", "sort")}
-    sessions = explorer.session_list(
-        user=request.user, search=query["q"], label=query["label"], sort=query["sort"] or "modified"
-    )
+    search_error = ""
+    try:
+        sessions = explorer.session_list(
+            user=request.user, search=query["q"], label=query["label"], sort=query["sort"] or "modified"
+        )
+    except SearchInvalid as exc:  # (a search stopped at its time budget, say: said above the empty table)
+        sessions, search_error = Session.objects.none(), exc.message
     page = explorer.paginate(sessions, data.get("page"))
     labels = explorer.labels_by_session(list(page.object_list))
     context = {
@@ -43,13 +48,14 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         "qs": urlencode({k: v for k, v in query.items() if v}),
         "form": form,
         "all_labels": explorer.all_labels(user=request.user),
+        "search_error": search_error,
         "chat_teams": [
             t for t, role in teams.team_list_for_user(user=request_user(request)) if permissions.can(role, "import")
         ],
     }
-    if request.htmx and request.htmx.target == "session-table":
+    if request.htmx and request.htmx.target == "session-table":  # (swapped in: htmx swaps no 4xx)
         return render(request, "sessions_app/session_list.html#session-table", context)
-    return render(request, "sessions_app/session_list.html", context)
+    return render(request, "sessions_app/session_list.html", context, status=422 if search_error else 200)
 
 
 @require_POST

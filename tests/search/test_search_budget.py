@@ -45,8 +45,15 @@ def test_a_search_past_its_budget_stops_and_says_what_to_do(alice, alice_client,
     assert response.json()["extra"]["field"] == "q" and "narrow it" in response.json()["message"]
     page = alice_client.get("/search/", {"q": BROAD})
     assert page.status_code == 422 and "narrow it" in page.content.decode()
-    listed = alice_client.get("/", {"q": BROAD}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="session-table")
-    assert listed.status_code == 422 and "narrow it" in listed.content.decode()
+    # The session list says it above its empty table: in the table swapped in as you type, and on
+    # the whole page (search box included) when the address is loaded.
+    swapped = alice_client.get("/", {"q": BROAD}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="session-table")
+    assert swapped.status_code == 200 and 'role="alert">This search took longer' in swapped.content.decode()
+    assert many.public_id not in swapped.content.decode()
+    listed = alice_client.get("/", {"q": BROAD})
+    assert listed.status_code == 422
+    assert 'role="alert">This search took longer' in listed.content.decode()
+    assert 'name="q" value="e* t* o*"' in listed.content.decode()
 
     # The budget ends with the search: the connection runs as long as it needs after it.
     settings.PIWEB_SEARCH_TIMEOUT_MS = 0
