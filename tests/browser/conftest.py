@@ -122,21 +122,31 @@ def _sessions_deleted_after(db):
     _server_idle()
     for leftover in Session.objects.all():
         services.session_delete(session=leftover)
+    _server_idle()  # (again, just before the flush: a late request may have begun meanwhile)
 
 
-def _server_idle(timeout: float = 10.0) -> None:
-    """PostgreSQL: wait until the server's connections have no statement or transaction open. A
-    request still running when the pages closed (a socket's disconnect, the last htmx swap) holds
-    table locks in its own order; the flush's TRUNCATE takes them in another, and the two deadlock."""
+def _server_idle(timeout: float = 10.0, quiet: float = 0.3) -> None:
+    """PostgreSQL: wait until the server's connections have had no statement or transaction open
+    for `quiet` seconds. A request still running when the pages closed (a socket's disconnect, the
+    last htmx swap) holds table locks in its own order; the flush's TRUNCATE takes them in another,
+    and the two deadlock. One idle moment is not enough: a socket's close can reach the server
+    just after it (CI saw the deadlock once with a single look)."""
     if connection.vendor != "postgresql":
         return
     deadline = time.monotonic() + timeout
+    idle_since: float | None = None
     while time.monotonic() < deadline:
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
                 "AND pid <> pg_backend_pid() AND state IS NOT NULL AND state <> 'idle'"
             )
-            if cursor.fetchone()[0] == 0:
-                return
+            busy = cursor.fetchone()[0] > 0
+        now = time.monotonic()
+        if busy:
+            idle_since = None
+        elif idle_since is None:
+            idle_since = now
+        elif now - idle_since >= quiet:
+            return
         time.sleep(0.05)
