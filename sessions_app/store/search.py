@@ -16,8 +16,6 @@ within one session is looked for among the newest filtered documents first
 from __future__ import annotations
 
 import base64
-import math
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,17 +24,16 @@ from typing import Any
 import orjson
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
-from django.db import OperationalError, connection, transaction
+from django.db import connection
 
 from sessions_app.access import audit
 from sessions_app.core import searchtext
 from sessions_app.core.searchtext import Query, QueryError
 from sessions_app.errors import SearchInvalid, SearchTooBroad
 from sessions_app.models import Session
-from sessions_app.store import search_index, selectors
+from sessions_app.store import deadline, search_index, selectors
 
 RANK_WINDOW = 500
-PROGRESS_OPS = 1000  # SQLite: the time budget is checked every this many steps of a statement
 # The roles the index stores (searchtext.entry_docs), by their lower case: role:toolresult finds them.
 _STORED_ROLES = ("user", "assistant", "toolResult", "bashExecution", "custom", "compaction", "branch_summary", "name")
 ROLES = {r.lower(): r for r in (*_STORED_ROLES, "label")}
@@ -277,50 +274,20 @@ def search(*, user: User | AnonymousUser, q: str, limit: int = 20, cursor: str |
 @contextmanager
 def time_budget() -> Iterator[None]:
     """The database work of one search, stopped PIWEB_SEARCH_TIMEOUT_MS (0: never) after it began,
-    with SearchTooBroad: on SQLite by a progress handler on this thread's connection; on
-    PostgreSQL each statement gets what is left of the budget as its timeout, local to a
-    transaction of the search's own (restored after: a caller's transaction goes on)."""
+    with SearchTooBroad."""
     ms = settings.PIWEB_SEARCH_TIMEOUT_MS
     if ms <= 0:  # (no budget)
         yield
         return
-    too_broad = SearchTooBroad(
-        f"This search took longer than {ms / 1000:g} s and was stopped: add a word or a filter to narrow it",
-        field="q",
-    )
-    deadline = time.monotonic() + ms / 1000
-    if connection.vendor == "sqlite":
-        connection.ensure_connection()
-        raw = connection.connection
-        raw.set_progress_handler(lambda: int(time.monotonic() > deadline), PROGRESS_OPS)
-        try:
-            yield
-        except OperationalError as error:
-            if str(error) == "interrupted":
-                raise too_broad from None
-            raise
-        finally:
-            raw.set_progress_handler(None, 0)
-        return
 
-    def within(execute: Any, sql: str, params: Any, many: bool, context: dict[str, Any]) -> Any:
-        left = math.ceil((deadline - time.monotonic()) * 1000)
-        if left <= 0:
-            raise too_broad
-        execute("SELECT set_config('statement_timeout', %s, true)", [str(left)], False, context)
-        return execute(sql, params, many, context)
+    def too_broad() -> SearchTooBroad:
+        return SearchTooBroad(
+            f"This search took longer than {ms / 1000:g} s and was stopped: add a word or a filter to narrow it",
+            field="q",
+        )
 
-    try:
-        with transaction.atomic(), connection.cursor() as c:
-            c.execute("SELECT current_setting('statement_timeout')")
-            before = c.fetchone()[0]
-            with connection.execute_wrapper(within):
-                yield
-            c.execute("SELECT set_config('statement_timeout', %s, true)", [before])
-    except OperationalError as error:
-        if getattr(error.__cause__, "sqlstate", None) == "57014":  # query_canceled
-            raise too_broad from None
-        raise
+    with deadline.within(ms / 1000, too_broad):
+        yield
 
 
 def _search(user: User | AnonymousUser, query: Query, limit: int, state: dict[str, Any] | None) -> Result:

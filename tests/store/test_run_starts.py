@@ -8,15 +8,13 @@ from __future__ import annotations
 import contextlib
 import importlib
 import random
-import time
-from collections.abc import Iterator
 
 import orjson
 import pytest
 from django.db import connection
 
 from sessions_app.models import Entry, RunStart, Session
-from sessions_app.store import run_starts, search_index, selectors, services
+from sessions_app.store import deadline, run_starts, search_index, selectors, services
 from sessions_app.store.importing import pipeline
 from tests.builders import entry, header, jsonl, user
 from tests.generate import generate
@@ -57,25 +55,9 @@ def by_runs(session: Session, leaf: str) -> bool:
     return selectors._by_runs(selectors._CONTEXT_RUNS[connection.vendor], session, leaf, start) is not None
 
 
-@contextlib.contextmanager
-def bounded_statements(seconds: float = 10) -> Iterator[None]:
-    """A statement that runs longer fails (OperationalError) instead of hanging the test run."""
-    connection.ensure_connection()
-    if connection.vendor == "sqlite":
-        deadline = time.monotonic() + seconds
-        connection.connection.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
-        try:
-            yield
-        finally:
-            connection.connection.set_progress_handler(None, 0)
-        return
-    with connection.cursor() as cursor:
-        cursor.execute(f"SET LOCAL statement_timeout = {int(seconds * 1000)}")
-    try:
-        yield
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL statement_timeout = 0")
+def bounded_statements(seconds: float = 10) -> contextlib.AbstractContextManager[None]:
+    """A statement that runs longer fails instead of hanging the test run."""
+    return deadline.within(seconds, lambda: AssertionError(f"a statement ran over {seconds:g} s"))
 
 
 @pytest.fixture
