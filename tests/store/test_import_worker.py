@@ -6,10 +6,11 @@ problems and progress, and a child that fails must hand the file back without le
 from __future__ import annotations
 
 import contextlib
+import datetime
 import functools
+import io
 import json
 import os
-import pickle
 import signal
 import tempfile
 import time
@@ -273,7 +274,7 @@ def entry_writes(on_write: Any) -> Iterator[None]:
 def test_a_child_that_dies_midway_leaves_the_file_to_this_process(alice, generated):
     def serve_then_die(data: Source, job: worker.Job, out: Any) -> None:
         for message in worker.build(data, job):  # the first rows and some progress go out, then it dies
-            pickle.dump(message, out)
+            worker.send(message, out)
             out.flush()
             if message[0] == "progress":
                 os.kill(os.getpid(), signal.SIGKILL)
@@ -307,7 +308,7 @@ def test_a_child_that_cannot_start_leaves_the_file_to_this_process(alice, genera
 def test_a_child_stopped_early_is_killed_and_reaped(alice, generated):
     def serve_then_hang(data: Source, job: worker.Job, out: Any) -> None:
         first = next(worker.build(data, job))  # the first batch goes out whole...
-        pickle.dump(first, out)
+        worker.send(first, out)
         out.flush()
         time.sleep(60)  # ...then the child works on (as on a long file)
 
@@ -329,7 +330,7 @@ def test_the_child_holds_none_of_the_parents_files(alice, generated):
     seen: list[list[str]] = []
 
     def serve_and_report(data: Source, job: worker.Job, out: Any) -> None:
-        pickle.dump(("fds", [path.name for path in Path("/proc/self/fd").iterdir()]), out)
+        worker.send(("fds", [path.name for path in Path("/proc/self/fd").iterdir()]), out)
         worker.serve(data, job, out)
 
     class Recording(WorkerRun):
@@ -364,3 +365,38 @@ def test_worker_rows_verify(alice, generated):
     result = pipeline.session_import(owner=alice, data=generated(1200, seed=17, branch_prob=0.1), builder="worker")
     assert result.built_by == "worker"
     assert integrity.session_verify(session=result.session) == []
+
+
+def test_messages_come_through_the_pipe_as_they_were_sent():
+    """Rows by marshal, a row marshal cannot write (PostgreSQL's created_at, a datetime) and
+    everything else by pickle; the end of the pipe, cut or not, is EOFError."""
+    when = datetime.datetime(2026, 12, 4, tzinfo=datetime.UTC)
+    messages = [
+        ("rows", [[1, 2, "a", None, "message", "user", "t", 5, (10, 20), "p", 0, '"off"', None, None, None, 3, "c"]]),
+        ("rows", [[1, 3, "b", "a", "message", None, "t", 6, b'{"v":1}', "q", 1, '"off"', "m", None, None, 3, when]]),
+        ("progress", 4096),
+        ("pause", None),
+        ("done", worker.Summary(placed=2, leaf_id="b", newlines=3)),
+    ]
+    pipe = io.BytesIO()
+    for message in messages:
+        worker.send(message, pipe)
+    data = pipe.getvalue()
+    assert data.startswith(b"r") and data.count(b"p\x80\x05") == 4  # marshal first, then pickles
+    source = io.BufferedReader(io.BytesIO(data))
+    assert [worker.receive(source) for _ in messages] == messages
+    with pytest.raises(EOFError):
+        worker.receive(source)
+    with pytest.raises(EOFError):
+        worker.receive(io.BufferedReader(io.BytesIO(data[:20])))
+    with pytest.raises(ValueError, match="not a message"):
+        worker.receive(io.BytesIO(b"garbage"))
+
+
+def test_a_child_that_writes_garbage_leaves_the_file_to_this_process(alice, generated):
+    def serve_garbage(data: Source, job: worker.Job, out: Any) -> None:
+        out.write(b"{not a message}")
+
+    run = functools.partial(WorkerRun, serve=serve_garbage)
+    result = pipeline.session_import(owner=alice, data=generated(300, seed=21), builder="worker", run=run)
+    assert result.built_by == "process" and result.added == 300

@@ -10,7 +10,6 @@ import contextlib
 import fcntl
 import logging
 import os
-import pickle
 import queue
 import re
 import signal
@@ -99,7 +98,7 @@ class WorkerRun:
         assert self.output is not None
         try:
             while True:
-                message = pickle.load(self.output)
+                message = worker.receive(self.output)
                 self.queue.put(message)
                 if message[0] in _END:
                     return
