@@ -55,6 +55,14 @@ def advance_entry(state: PathState, kind: str, entry_id: str, data: Mapping[str,
     if kind == "message":
         message = data.get("message")
         if isinstance(message, dict) and message.get("role") == "assistant":
+            model = state.model
+            if (  # the model in force again (most replies): the same state, without building its dict
+                model is not None
+                and len(model) == 2
+                and message.get("model", _ABSENT) == model.get("modelId")
+                and message.get("provider", _ABSENT) == model.get("provider")
+            ):
+                return state
             return _with_model(state, _model(message, "provider", "model"))
         return state
     if kind == "thinking_level_change":
@@ -64,6 +72,9 @@ def advance_entry(state: PathState, kind: str, entry_id: str, data: Mapping[str,
     if kind == "compaction":
         return PathState(state.thinking_level, state.model, entry_id)
     return state
+
+
+_ABSENT: Any = object()
 
 
 def _with_model(state: PathState, model: dict[str, Any]) -> PathState:

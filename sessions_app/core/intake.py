@@ -114,27 +114,27 @@ class Intake:
             else:
                 self.extra_lines.append((self.first_seq + self.placed - 1, item.raw))
             return None
-        data = item.data
+        number, source, start, end, data, _, _, offset = item
         entry_id = data["id"]
-        if entry_id in self._first:
-            self._repeated(item, self._first[entry_id])
+        first = self._first
+        if entry_id in first:
+            self._repeated(item, first[entry_id])
             return None
         if self.stored is not None and entry_id in self.stored:
-            if not self.stored.same_line(entry_id, item.source[item.start : item.end]):
+            if not self.stored.same_line(entry_id, source[start:end]):
                 message = f"entry {entry_id!r} differs from the stored entry with that id"
-                self._problem(Problem(item.line, message))
+                self._problem(Problem(number, message))
             else:
                 self.known += 1
                 self._last(entry_id)
             return None
-        if self.max_entries is not None and len(self._first) >= self.max_entries:
+        if self.max_entries is not None and len(first) >= self.max_entries:
             message = f"the file holds more than {self.max_entries} entries, the limit"
-            raise FileRefused(Problem(item.line, message, True))
-        offset = item.offset
+            raise FileRefused(Problem(number, message, True))
         if offset < 0:
-            self._first[entry_id] = (item.line, item.source, item.start, item.end)
+            first[entry_id] = (number, source, start, end)
         else:
-            self._first[entry_id] = (item.line, None, offset, offset + item.end - item.start)
+            first[entry_id] = (number, None, offset, offset + end - start)
         if self._held is None:
             # Placed now if its parent (and a label's target) is: the file's usual order.
             parent = data["parentId"]
@@ -155,9 +155,8 @@ class Intake:
             self._held = []
         # Held with the bulky content left out; a line of the file without its block either (read
         # again when stored: by its offset).
-        source = b"" if item.offset >= 0 else item.source
         self._held.append(
-            Line(item.line, source, item.start, item.end, slim(data), item.preview, item.ts_ms, item.offset)
+            Line(number, b"" if offset >= 0 else source, start, end, slim(data), item.preview, item.ts_ms, offset)
         )
         self._tail.append(entry_id)
         return None

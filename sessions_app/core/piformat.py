@@ -522,7 +522,7 @@ def _read_block(
                 pass
         if (
             type(value) is dict
-            and data.count(b"{", start, end) + data.count(b"[", start, end) <= max_depth
+            and (end - start <= max_depth or data.count(b"{", start, end) + data.count(b"[", start, end) <= max_depth)
             and value.get("type") != "session"
             and (checked := _validated(value, True))[0] is None
         ):

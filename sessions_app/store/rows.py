@@ -77,14 +77,14 @@ def entry_row(
     line as str, as UTF-8 bytes, or the worker's (start, end) offsets); the chain hash is left to
     hash_rows. states caches each path state's JSON (states are shared along a path)."""
     line, seq, depth, state, kept_from = placed
-    data = line.data
+    _, _, _, _, data, preview, ts_ms, _ = line
     kind = data["type"]
     role = data["message"].get("role") if kind == "message" else None  # (validated: a str)
     cached = states.get(id(state))  # state_json's cache, looked up here first: the common case
     _, thinking, model = cached if cached is not None else state_json(states, state)
     return [
-        session_pk, seq, data["id"], data["parentId"], kind, role, data["timestamp"], line.ts_ms, raw,
-        line.preview, depth, thinking, model, state.compaction_id, kept_from, author_id, created_at, None,
+        session_pk, seq, data["id"], data["parentId"], kind, role, data["timestamp"], ts_ms, raw,
+        preview, depth, thinking, model, state.compaction_id, kept_from, author_id, created_at, None,
     ]  # fmt: skip
 
 
