@@ -98,8 +98,7 @@ IndexRow = tuple[int, str, str, str, str, str, int, str]  # seq, entry_id, kind,
 def index_rows(entries: Iterable[tuple[int, int, Mapping[str, Any]]]) -> tuple[list[IndexRow], list[str]]:
     """The index rows of entries given as (seq, ts_ms, data) in seq order, and the label targets
     they set or clear. Only the last label of a target among them is kept (pi's replay: last one
-    wins); the writer removes the label rows of those targets it stored before. (Tuples: the
-    import worker pipes them, and tuples unpickle faster than lists.)"""
+    wins); the writer removes the label rows of those targets it stored before."""
     rows: list[IndexRow] = []
     labelled: dict[str, int] = {}  # label target -> its row in `rows`, or -1 once cleared
     for seq, ts_ms, data in entries:

@@ -6,9 +6,8 @@
    (Session.staging), which no reader or other writer sees (models.VISIBLE); a session already
    stored gets a staging sibling for its new rows, made when the first batch is written;
 3. decide what to read: the whole file, or only the lines a file grew by since its last import;
-4. build the rows (worker.build: read and check each line, place each entry, make its row, and
-   for a new session its search index rows), in a forked child for a large new file
-   (worker_client), in this process otherwise;
+4. build the rows (worker.build: read and check each line, place each entry, make its row), in
+   a forked child for a large new file (worker_client), in this process otherwise;
 5. write them as they come, a batch at a time (writing.write): each row's chain hash and the
    session's running digest, then multi-row INSERTs into the staging session; a transaction
    stays open across batches, and commits at once when another writer waits;
