@@ -551,9 +551,16 @@ def _hits(ids: list[int], query: Query) -> list[Hit]:
 def search_audited(
     *, user: User | AnonymousUser, q: str, limit: int = 20, cursor: str | None = None, via: str
 ) -> Result:
-    """search, recorded in the audit trail as a read (what was asked, how many hits came back)."""
+    """search, recorded in the audit trail as a read (what was asked, how many hits came back); a
+    search stopped at its time budget too, as such (who asks what costs the database most)."""
     q = q.replace("\x00", "")  # PostgreSQL stores no NUL, even in the audit record
-    result = search(user=user, q=q, limit=limit, cursor=cursor)
+    try:
+        result = search(user=user, q=q, limit=limit, cursor=cursor)
+    except SearchTooBroad:
+        audit.audit_record(
+            actor=user, action="search", obj_type="search", extra={"q": q[:500], "stopped": True, "via": via}
+        )
+        raise
     audit.audit_record(
         actor=user, action="search", obj_type="search", extra={"q": q[:500], "hits": len(result.hits), "via": via}
     )

@@ -13,6 +13,7 @@ from django.db import connection
 
 from sessions_app.core import searchtext
 from sessions_app.errors import SearchTooBroad
+from sessions_app.models import AuditRecord
 from sessions_app.store import search
 from sessions_app.store.importing import pipeline
 from tests.builders import chain, header, jsonl
@@ -45,6 +46,12 @@ def test_a_search_past_its_budget_stops_and_says_what_to_do(alice, alice_client,
     assert response.json()["extra"]["field"] == "q" and "narrow it" in response.json()["message"]
     page = alice_client.get("/search/", {"q": BROAD})
     assert page.status_code == 422 and "narrow it" in page.content.decode()
+    # Both are in the audit trail, as stopped: who asks what costs the database most.
+    stopped = AuditRecord.objects.filter(action="search", actor_username="alice").order_by("seq")
+    assert [r.extra for r in stopped] == [
+        {"q": BROAD, "stopped": True, "via": "api"},
+        {"q": BROAD, "stopped": True, "via": "page"},
+    ]
     # The session list says it above its empty table: in the table swapped in as you type, and on
     # the whole page (search box included) when the address is loaded.
     swapped = alice_client.get("/", {"q": BROAD}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="session-table")
