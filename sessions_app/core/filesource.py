@@ -62,6 +62,14 @@ class Source:
         """A copy of [start:end] (bytes of a bytes source are sliced: also a copy)."""
         return self.buffer[start:end]
 
+    def window(self, start: int, end: int) -> tuple[bytes, int, int, int]:
+        """[start:end] to read lines in: (bytes, where [start:end] begins and ends in them, the file
+        offset of their first byte). Bytes in memory are read where they are; a mapping's are
+        copied out (a block at a time: see read())."""
+        if isinstance(self.buffer, bytes):
+            return self.buffer, start, end, 0
+        return self.buffer[start:end], 0, end - start, start
+
     def view(self) -> memoryview:
         return memoryview(self.buffer)
 

@@ -491,7 +491,7 @@ def read_entries(
                     continue
                 last = end
             stop = min(size, last + 1)
-        number = yield from _read_block(source.block(start, stop), start, number, limits, progress)
+        number = yield from _read_block(*source.window(start, stop), number, limits, progress)
         source.read(stop - start)
         start = stop
     if last_line is not None:
@@ -499,16 +499,21 @@ def read_entries(
 
 
 def _read_block(
-    data: bytes, base: int, number: int, limits: Limits, progress: Callable[[int], None] | None
+    data: bytes,
+    begin: int,
+    size: int,
+    base: int,
+    number: int,
+    limits: Limits,
+    progress: Callable[[int], None] | None,
 ) -> Generator[Item, None, int]:
-    """The lines of one block of whole lines that starts at offset base of the file; returns the
-    number of its last line."""
+    """The whole lines of data[begin:size], whose first byte is at offset base of the file;
+    returns the number of its last line."""
     view = memoryview(data)
-    reported = start = 0
-    size = len(data)
+    reported = start = begin
     max_line, max_depth = limits.max_line_bytes, limits.max_depth
     while start < size:  # (the lines found here, not by a helper: this loop is the import's hot path)
-        end = data.find(b"\n", start)
+        end = data.find(b"\n", start, size)
         if end < 0:
             end = size
         number += 1
