@@ -507,8 +507,8 @@ def _read_block(
     limits: Limits,
     progress: Callable[[int], None] | None,
 ) -> Generator[Item, None, int]:
-    """The whole lines of data[begin:size], whose first byte is at offset base of the file;
-    returns the number of its last line."""
+    """The whole lines of data[begin:size] (data[0] is at offset base of the file); returns the
+    number of the last one."""
     view = memoryview(data)
     reported = start = begin
     max_line, max_depth = limits.max_line_bytes, limits.max_depth
