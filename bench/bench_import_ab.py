@@ -30,9 +30,11 @@ from django.core.management import call_command
 call_command("migrate", verbosity=0)
 from django.contrib.auth.models import User
 user = User.objects.create_user("bench")
-try:
+# Chosen by the checkout's files, not by trying an import: with piweb installed editable, a module
+# missing from an older checkout would be found in the installed one.
+if os.path.exists(os.path.join(os.environ["CODE"], "sessions_app", "store", "importing", "pipeline.py")):
     from sessions_app.store.importing.pipeline import session_import
-except ImportError:  # before the pipeline had a module of its own
+else:  # before the pipeline had a module of its own
     from sessions_app.services import session_import
 data = open(sys.argv[1], "rb").read()
 t0 = time.perf_counter()
