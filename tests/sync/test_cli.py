@@ -169,8 +169,11 @@ def test_watch_follows_appends_while_it_syncs_and_stops_on_ctrl_c(tmp_path, serv
     took = wait_for(lambda: (server.state(push_token, pi_id(data)) or {}).get("bytes") == len(more))
     assert took < 5
     later = generate(12, seed=45)  # a session pi starts while the watcher runs
-    pi_file(tmp_path / "s", later, cwd="/home/dev/other")
+    started = pi_file(tmp_path / "s", later, cwd="/home/dev/other")
     wait_for(lambda: (server.state(push_token, pi_id(later)) or {}).get("bytes") == len(later))
+    # Stopped once the watcher has its answer too: the server stores the file before the watcher
+    # hears back, and a Ctrl+C in between would leave the push out of the watcher's summary.
+    wait_for(lambda: f"{started.name}: created" in watcher.log.read_text())
     output = watcher.stop()
     assert watcher.proc.returncode == 0, output
     assert "piweb sync: 2 file(s)" in output.splitlines()[-1]
