@@ -74,11 +74,24 @@ class Placed(NamedTuple):
     kept_from: str | None  # a compaction's firstKeptEntryId when that entry is on its path
 
 
+class Seen(NamedTuple):
+    """An entry this intake has taken: its place (Known's fields; depth HELD until it is placed) and where
+    its first line is, should the id come again. A line of the file is not kept: source None,
+    start and end its offsets in the file (read again then). One tuple per entry, in one table:
+    a large import keeps 100k of them."""
+
+    parent_id: str | None
+    depth: int
+    state: PathState
+    number: int
+    source: bytes | None
+    start: int
+    end: int
+
+
 _ROOT = PathState()
+HELD = -1  # the depth of an entry held for finish()
 _new = tuple.__new__
-# Where an id's first line is: number, source, start, end; a line of the file is not kept (source
-# None, start and end its offsets in the file: read again should the id come again).
-_First = tuple[int, bytes | None, int, int]
 MAX_PROBLEMS = 1000  # problems kept (those of the first lines); the others are only counted
 
 
@@ -97,8 +110,7 @@ class Intake:
     extra_bytes: int = 0
     reread: Callable[[int, int], bytes] | None = None  # the file's bytes at [start:end]
     leaf_id: str | None = None  # pi's leaf on load: the last entry line, once finish() has run
-    _first: dict[str, _First] = field(default_factory=dict)  # every entry of this intake
-    _places: dict[str, Known] = field(default_factory=dict)  # those placed (the others are held)
+    _entries: dict[str, Seen] = field(default_factory=dict)  # every entry of this intake
     _held: list[Line | Extra] | None = None  # from the first entry that could not be placed on
     _tail: list[str] = field(default_factory=list)  # ids by line, from the first held one (for the leaf)
 
@@ -116,9 +128,9 @@ class Intake:
             return None
         number, source, start, end, data, _, _, offset = item
         entry_id = data["id"]
-        first = self._first
-        if entry_id in first:
-            self._repeated(item, first[entry_id])
+        entries = self._entries
+        if entry_id in entries:
+            self._repeated(item, entries[entry_id])
             return None
         if self.stored is not None and entry_id in self.stored:
             if not self.stored.same_line(entry_id, source[start:end]):
@@ -128,17 +140,16 @@ class Intake:
                 self.known += 1
                 self._last(entry_id)
             return None
-        if self.max_entries is not None and len(first) >= self.max_entries:
+        if self.max_entries is not None and len(entries) >= self.max_entries:
             message = f"the file holds more than {self.max_entries} entries, the limit"
             raise FileRefused(Problem(number, message, True))
-        if offset < 0:
-            first[entry_id] = (number, source, start, end)
-        else:
-            first[entry_id] = (number, None, offset, offset + end - start)
+        # Where the line is, kept as Seen's source, start and end.
+        kept, at, to = (source, start, end) if offset < 0 else (None, offset, offset + end - start)
+        parent = data["parentId"]
         if self._held is None:
-            # Placed now if its parent (and a label's target) is: the file's usual order.
-            parent = data["parentId"]
-            base = None if parent is None else self._places.get(parent) or self._stored_place(parent)
+            # Placed now if its parent (and a label's target) is: the file's usual order. (Nothing
+            # is held yet, so every entry of this intake is placed.)
+            base = None if parent is None else entries.get(parent) or self._stored_place(parent)
             kind = data["type"]
             if (parent is None or base is not None) and (kind != "label" or self._is_placed(data.get("targetId"))):
                 if base is None:
@@ -146,13 +157,14 @@ class Intake:
                 else:
                     state, depth = advance_entry(base.state, kind, entry_id, data), base.depth + 1
                 # (tuple.__new__: a named tuple's own __new__ is a Python call, and this runs per entry)
-                self._places[entry_id] = _new(Known, (parent, depth, state))
+                entries[entry_id] = _new(Seen, (parent, depth, state, number, kept, at, to))
                 kept_from = self._kept_from(data, depth) if kind == "compaction" else None
                 update_listing(self.listing, data)
                 self.placed += 1
                 self.leaf_id = entry_id
                 return _new(Placed, (item, self.first_seq + self.placed - 1, depth, state, kept_from))
             self._held = []
+        entries[entry_id] = _new(Seen, (parent, HELD, _ROOT, number, kept, at, to))
         # Held with the bulky content left out; a line of the file without its block either (read
         # again when stored: by its offset).
         self._held.append(
@@ -194,8 +206,8 @@ class Intake:
 
     # --- one line ----------------------------------------------------------------------------------
 
-    def _repeated(self, line: Line, first: _First) -> None:
-        number, source, start, end = first
+    def _repeated(self, line: Line, first: Seen) -> None:
+        _, _, _, number, source, start, end = first
         if source is None:
             assert self.reread is not None, "a line of the file is read again from it"
             source, start, end = self.reread(start, end), 0, end - start
@@ -215,19 +227,25 @@ class Intake:
 
     def _stored_place(self, entry_id: str) -> Known | None:
         """The place of an entry stored before (None if it is not, or is one of this intake's)."""
-        if self.stored is None or entry_id in self._first:
+        if self.stored is None or entry_id in self._entries:
             return None
         return self.stored.known([entry_id]).get(entry_id)
 
     def _is_placed(self, entry_id: object) -> bool:
         if not isinstance(entry_id, str):
             return False
-        if entry_id in self._first:
-            return entry_id in self._places
+        entry = self._entries.get(entry_id)
+        if entry is not None:
+            return entry.depth != HELD
         return self.stored is not None and entry_id in self.stored
 
-    def _place_of(self, entry_id: str) -> Known | None:
-        return self._places.get(entry_id) or self._stored_place(entry_id)
+    def _placed(self, entry_id: str) -> Seen | None:
+        """This intake's entry, if it is placed."""
+        entry = self._entries.get(entry_id)
+        return entry if entry is not None and entry.depth != HELD else None
+
+    def _place_of(self, entry_id: str) -> Known | Seen | None:
+        return self._placed(entry_id) or self._stored_place(entry_id)
 
     def _kept_from(self, data: Mapping[str, Any], depth: int) -> str | None:
         """firstKeptEntryId if that entry is an ancestor of the compaction (data, at depth)."""
@@ -238,10 +256,9 @@ class Intake:
         if target_place is None or target_place.depth >= depth:
             return None
         node: str | None = data["parentId"]
-        while node is not None and node in self._places:
+        while node is not None and (place := self._placed(node)) is not None:
             if node == target:
                 return target
-            place = self._places[node]
             if place.depth <= target_place.depth:
                 return None
             node = place.parent_id
@@ -270,14 +287,16 @@ class Intake:
         queue = deque(ln for ln in lines if ln.id in kept and (ln.parent_id is None or ln.parent_id not in kept))
         stored_parents = self._stored_places({ln.parent_id for ln in queue if ln.parent_id is not None})
         bases = {ln.id: self._outer_place(ln.parent_id, stored_parents) for ln in queue}
-        computed: dict[str, Known] = {}
+        computed: dict[str, Known | Seen] = {}
         while queue:
             line = queue.popleft()
             base = bases[line.id] if line.id in bases else computed[line.parent_id]  # type: ignore[index]
             state = advance_entry(base.state if base else _ROOT, line.type, line.id, line.data)
             computed[line.id] = Known(line.parent_id, base.depth + 1 if base else 0, state)
             queue.extend(by_parent.get(line.id, ()))
-        self._places.update(computed)
+        entries = self._entries
+        for entry_id, known in computed.items():
+            entries[entry_id] = entries[entry_id]._replace(depth=known.depth, state=known.state)
         # The listing and the compactions' checks take them in seq order, as they were stored.
         placed: list[Placed] = []
         for line in sorted((ln for ln in lines if ln.id in kept), key=lambda ln: seqs[ln.id]):
@@ -327,15 +346,15 @@ class Intake:
         return {ln.id for ln in kept}
 
     def _stored_places(self, ids: Iterable[str]) -> dict[str, Known]:
-        wanted = [i for i in ids if i not in self._first]
+        wanted = [i for i in ids if i not in self._entries]
         if not wanted or self.stored is None:
             return {}
         return self.stored.known(wanted)
 
-    def _outer_place(self, parent: str | None, stored: Mapping[str, Known]) -> Known | None:
+    def _outer_place(self, parent: str | None, stored: Mapping[str, Known]) -> Known | Seen | None:
         if parent is None:
             return None
-        return self._places.get(parent) or stored[parent]
+        return self._placed(parent) or stored[parent]
 
 
 @dataclass(slots=True)
