@@ -63,10 +63,9 @@ def update_listing(listed: Listed, data: Mapping[str, Any]) -> None:
         if ms and ms > listed.modified_ms:
             listed.modified_ms = int(ms)
         if role == "assistant":
-            paid = cost_and_tokens(message)
-            if paid is not None:
-                listed.cost += paid[0]
-                listed.total_tokens = min(listed.total_tokens + int(paid[1]), MAX_TOTAL)
+            cost, tokens = cost_and_tokens(message.get("usage"))
+            listed.cost += cost
+            listed.total_tokens = min(listed.total_tokens + int(tokens), MAX_TOTAL)
         elif not listed.first_message:
             listed.first_message = storable(content_text(message.get("content"), " "))
     elif kind == "session_info":

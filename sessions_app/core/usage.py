@@ -17,20 +17,14 @@ from sessions_app.core.compaction import calculate_context_tokens, number
 Number = int | float
 
 
-def cost_and_tokens(message: object) -> tuple[float, Number] | None:
-    """An assistant message's cost and total tokens (message_usage's, for the listing, which reads
-    every message of an import: without building a Usage)."""
-    if type(message) is not dict or message.get("role") != "assistant":
-        return None
-    usage = message.get("usage")
+def cost_and_tokens(usage: object) -> tuple[float, Number]:
+    """An assistant message's `usage`: its cost and total tokens (zero where it records none).
+    message_usage's two figures, read without building a Usage: the listing reads every message
+    of an import."""
     if type(usage) is not dict:
         return 0.0, 0
-    return _cost(usage), calculate_context_tokens(usage)
-
-
-def _cost(usage: dict[str, Any]) -> float:
     cost = usage.get("cost")
-    return float(number(cost.get("total"))) if type(cost) is dict else 0.0
+    return (float(number(cost.get("total"))) if type(cost) is dict else 0.0), calculate_context_tokens(usage)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,20 +63,20 @@ NONE = Usage()
 
 def message_usage(message: object) -> Usage | None:
     """An assistant message's usage (zero where it records none); None for any other message.
-    (Parsed JSON holds dicts: checked as such, the Mapping ABC's check costs more per message.)
-    cost_and_tokens reads the same two figures without building a Usage."""
+    (Parsed JSON holds dicts: checked as such, the Mapping ABC's check costs more per message.)"""
     if type(message) is not dict or message.get("role") != "assistant":
         return None
     usage = message.get("usage")
     if type(usage) is not dict:
         return NONE
+    cost, total_tokens = cost_and_tokens(usage)
     return Usage(
         input=number(usage.get("input")),
         output=number(usage.get("output")),
         cache_read=number(usage.get("cacheRead")),
         cache_write=number(usage.get("cacheWrite")),
-        total_tokens=calculate_context_tokens(usage),
-        cost=_cost(usage),
+        total_tokens=total_tokens,
+        cost=cost,
     )
 
 
