@@ -254,6 +254,23 @@ def migrate(objects: list[dict[str, Any]], version: int, session_id: str) -> Non
 # --- the header, one line, slim objects ------------------------------------------------------
 
 
+def _shallow_bytes(max_depth: int) -> int:
+    """The longest JSON text that cannot nest deeper than max_depth: each level takes an opening
+    and a closing bracket."""
+    return 2 * max_depth + 1
+
+
+def _too_deep(value: Any, data: bytes, start: int, end: int, max_depth: int) -> bool:
+    """True if value, parsed from data[start:end], nests deeper than max_depth. Only a text longer
+    than _shallow_bytes with more opening brackets than max_depth (those in strings counted too:
+    a bound) is walked."""
+    return (
+        end - start > _shallow_bytes(max_depth)
+        and data.count(b"{", start, end) + data.count(b"[", start, end) > max_depth
+        and jsjson.depth_exceeds(value, max_depth)
+    )
+
+
 def _parse_line(chunk: bytes, number: int, limits: Limits) -> tuple[Any, Problem | None]:
     """The object on one line, or the problem with it; a blank line gives (None, None).
 
@@ -273,8 +290,7 @@ def _parse_line(chunk: bytes, number: int, limits: Limits) -> tuple[Any, Problem
         except UnicodeDecodeError as bad:
             return None, Problem(number, f"not valid UTF-8 (byte {bad.start})")
         return None, Problem(number, f"invalid JSON: {exc}")
-    # Counting brackets bounds the depth cheaply; walk only when it might be exceeded.
-    if chunk.count(b"{") + chunk.count(b"[") > limits.max_depth and jsjson.depth_exceeds(value, limits.max_depth):
+    if _too_deep(value, chunk, 0, len(chunk), limits.max_depth):
         return None, Problem(number, f"JSON nests deeper than {limits.max_depth} levels")
     if not isinstance(value, dict):
         return None, Problem(number, f"expected a JSON object, got {_type_name(value)}")
@@ -512,6 +528,7 @@ def _read_block(
     view = memoryview(data)
     reported = start = begin
     max_line, max_depth = limits.max_line_bytes, limits.max_depth
+    shallow = _shallow_bytes(max_depth)  # (lines this short skip the call)
     while start < size:  # (the lines found here, not by a helper: this loop is the import's hot path)
         end = data.find(b"\n", start, size)
         if end < 0:
@@ -527,7 +544,7 @@ def _read_block(
                 pass
         if (
             type(value) is dict
-            and (end - start <= max_depth or data.count(b"{", start, end) + data.count(b"[", start, end) <= max_depth)
+            and (end - start <= shallow or not _too_deep(value, data, start, end, max_depth))
             and value.get("type") != "session"
             and (checked := _validated(value, True))[0] is None
         ):
@@ -565,9 +582,7 @@ def _read_line(
             return problem
         if value is None:
             return None
-    elif data.count(b"{", start, end) + data.count(b"[", start, end) > limits.max_depth and jsjson.depth_exceeds(
-        value, limits.max_depth
-    ):  # counting brackets bounds the depth cheaply; walk only when it might be exceeded
+    elif _too_deep(value, data, start, end, limits.max_depth):
         return Problem(number, f"JSON nests deeper than {limits.max_depth} levels")
     elif type(value) is not dict:
         return Problem(number, f"expected a JSON object, got {_type_name(value)}")

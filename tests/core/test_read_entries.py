@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from sessions_app.core import piformat
+from sessions_app.core import jsjson, piformat
 from sessions_app.core.piformat import Limits, Line, Problem
 from tests.builders import entry
 
@@ -43,6 +45,32 @@ def test_the_depth_bound_counts_the_line_only():
     assert isinstance(read_one(line, Limits(max_depth=own)), Line)
     item = read_one(line, Limits(max_depth=own - 1))
     assert isinstance(item, Problem) and item.line == 3 and "nests deeper than 3 levels" in item.message
+
+
+_JSON = st.recursive(
+    st.none() | st.integers() | st.text(alphabet='[]{}a"\\', max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(alphabet="[{a", max_size=2), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@given(value=_JSON, max_depth=st.integers(min_value=0, max_value=8))
+def test_the_depth_bound_never_misses_a_deep_value(value, max_depth):
+    """Short lines skip the count (each level takes two brackets), and the count only bounds the
+    walk (brackets in strings count too): the answer is always the walk's."""
+    text = json.dumps(value, separators=(",", ":")).encode()
+    assert piformat._too_deep(value, text, 0, len(text), max_depth) == jsjson.depth_exceeds(value, max_depth)
+
+
+def test_a_line_as_deep_as_its_length_allows_is_judged():
+    """Levels of brackets and nothing else, one level past the limit: the bound lets it through to
+    the walk."""
+    limit = 40
+    deep = {"nest": json.loads("[" * limit + "]" * limit)}  # the entry is one level more: limit + 2
+    line = json.dumps(entry("a1b2c3d4", None, timestamp=NEW_YEAR, text="hi") | {"x": deep}).encode()
+    item = read_one(line, Limits(max_depth=limit + 1))
+    assert isinstance(item, Problem) and f"nests deeper than {limit + 1} levels" in item.message
+    assert isinstance(read_one(line, Limits(max_depth=limit + 2)), Line)
 
 
 def test_a_line_over_the_limit_is_a_problem():
