@@ -144,7 +144,10 @@ class Intake:
             message = f"the file holds more than {self.max_entries} entries, the limit"
             raise FileRefused(Problem(number, message, True))
         # Where the line is, kept as Seen's source, start and end.
-        kept, at, to = (source, start, end) if offset < 0 else (None, offset, offset + end - start)
+        if offset < 0:
+            kept, at, to = source, start, end
+        else:
+            kept, at, to = None, offset, offset + end - start
         parent = data["parentId"]
         if self._held is None:
             # Placed now if its parent (and a label's target) is: the file's usual order. (Nothing

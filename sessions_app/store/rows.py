@@ -67,6 +67,9 @@ def insert_rows(cursor: Any, rows: Sequence[Sequence[Any]], *, vendor: str, raw_
         cursor.execute(statement(len(rest), vendor=vendor, raw_bytes=raw_bytes), tuple(chain.from_iterable(rest)))
 
 
+# entry_row's raw for the import worker: a line of the file as its (start, end) offsets in it (the
+# importing process has the file too), any other line (migrated from v1/v2) as its UTF-8 bytes.
+AT_OFFSETS: Any = object()
 _SEQ, _ID, _PARENT, _RAW, _CHAIN = (COLUMNS.index(c) for c in ("seq", "entry_id", "parent_id", "raw", "chain_hash"))
 
 
@@ -74,10 +77,12 @@ def entry_row(
     placed: Placed, raw: Any, session_pk: int, author_id: int | None, created_at: Any, states: dict[int, StateJson]
 ) -> list[Any]:
     """The row of a placed entry, in COLUMNS order. raw is what the raw column is bound to (the
-    line as str, as UTF-8 bytes, or the worker's (start, end) offsets); the chain hash is left to
-    hash_rows. states caches each path state's JSON (states are shared along a path)."""
+    line as str or as UTF-8 bytes), or AT_OFFSETS; the chain hash is left to hash_rows. states
+    caches each path state's JSON (states are shared along a path)."""
     line, seq, depth, state, kept_from = placed
-    _, _, _, _, data, preview, ts_ms, _ = line
+    _, source, start, end, data, preview, ts_ms, offset = line
+    if raw is AT_OFFSETS:
+        raw = (offset, offset + end - start) if offset >= 0 else bytes(source[start:end])
     kind = data["type"]
     role = data["message"].get("role") if kind == "message" else None  # (validated: a str)
     cached = states.get(id(state))  # state_json's cache, looked up here first: the common case

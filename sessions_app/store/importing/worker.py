@@ -36,10 +36,10 @@ from pathlib import Path
 from typing import IO, Any, NoReturn
 
 from sessions_app.core.filesource import Source, as_source
-from sessions_app.core.intake import Intake, Placed, StoredTree
+from sessions_app.core.intake import Intake, StoredTree
 from sessions_app.core.listing import Listed, Listing
 from sessions_app.core.piformat import FileRefused, Header, Limits, Problem, read_entries
-from sessions_app.store.rows import entry_row
+from sessions_app.store.rows import AT_OFFSETS, entry_row
 
 BATCH = 2000  # rows per message
 FIRST_BATCH = 200  # smaller, so the importing process starts writing sooner
@@ -86,17 +86,12 @@ def build(
 
     session_pk, author_id, created_at = job.session_pk, job.author_id, job.created_at
 
-    def row(placed: Placed) -> list[Any]:
-        _, source, start, end, _, _, _, offset = placed.line
-        raw = (offset, offset + end - start) if offset >= 0 else bytes(source[start:end])
-        return entry_row(placed, raw, session_pk, author_id, created_at, states)
-
     add, batch = intake.add, FIRST_BATCH
     try:
         for item in read_entries(data, job.header, job.limits, progress=read.append, last_line=last_line.append):
             placed = add(item)
             if placed is not None:
-                rows.append(row(placed))
+                rows.append(entry_row(placed, AT_OFFSETS, session_pk, author_id, created_at, states))
                 if len(rows) >= batch:
                     yield "rows", rows
                     rows, batch = [], BATCH
@@ -108,7 +103,7 @@ def build(
         return
     yield "pause", None  # (to the writer: placing held entries may take a while; nothing comes meanwhile)
     for placed in intake.finish():  # (held lines: read again by their offsets)
-        rows.append(row(placed))
+        rows.append(entry_row(placed, AT_OFFSETS, session_pk, author_id, created_at, states))
     if rows:
         yield "rows", rows
     if read:
