@@ -42,8 +42,8 @@ from sessions_app.core.piformat import FileRefused, Header, Limits, Problem, rea
 from sessions_app.store.rows import AT_OFFSETS, entry_row
 
 # Rows per message. Each batch's rows, marshal's table of them and its output are made and freed
-# in turn; at 2,000 rows they took fresh pages from the kernel each time (a third more page faults
-# in the child, bench/bench_import_ab.py).
+# in turn; at 2,000 rows they took fresh pages from the kernel each time (the worker's page faults:
+# bench/bench_import_ab.py).
 BATCH = 1000
 FIRST_BATCH = 200  # smaller, so the importing process starts writing sooner
 
