@@ -5,8 +5,9 @@
 Each run imports the file once into a fresh SQLite database, in a fresh interpreter that runs the
 given checkout's code: as a service call (the import service), or with --api as an upload to
 POST /api/sessions/import on a daphne started for it (upload and multipart parsing included). It
-prints every run and each version's median, and the ratio of the medians. A service call's run also shows the forked
-worker's CPU time and page faults (its process builds the rows: the import waits for it).
+prints every run and each version's median, and the ratio of the medians. A service call's run
+also shows the forked worker's CPU time and page faults (its process builds the rows: the import
+waits for it).
 """
 
 from __future__ import annotations
