@@ -2,10 +2,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from sessions_app.access.api_tokens import SCOPES, api_token_create
+from sessions_app.management.users import user_named
 
 
 class Command(BaseCommand):
@@ -20,11 +20,7 @@ class Command(BaseCommand):
         parser.add_argument("--expires-days", type=int, default=None, help="days until it stops working")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        User = get_user_model()
-        try:
-            user = User.objects.get(username=options["username"])
-        except User.DoesNotExist:
-            raise CommandError(f"no user named {options['username']!r}") from None
+        user = user_named(options["username"])
         if options["expires_days"] is not None and options["expires_days"] < 1:
             raise CommandError("--expires-days must be at least 1")
         _, token = api_token_create(

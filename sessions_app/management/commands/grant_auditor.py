@@ -2,10 +2,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import User
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
 from sessions_app.access.audit import auditor_grant
+from sessions_app.management.users import user_named
 
 
 class Command(BaseCommand):
@@ -15,8 +15,6 @@ class Command(BaseCommand):
         parser.add_argument("username")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        user = User.objects.filter(username=options["username"]).first()
-        if user is None:
-            raise CommandError(f"no user named {options['username']!r}")
+        user = user_named(options["username"])
         granted = auditor_grant(user=user)
         self.stdout.write(f"{user.username} {'may now read' if granted else 'could already read'} the audit log")

@@ -3,12 +3,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from sessions_app.core.filesource import Source
 from sessions_app.errors import SessionsError
+from sessions_app.management.users import user_named
 from sessions_app.store.importing import pipeline
 
 
@@ -39,11 +39,7 @@ class Command(BaseCommand):
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        User = get_user_model()
-        try:
-            owner = User.objects.get(username=options["user"])
-        except User.DoesNotExist:
-            raise CommandError(f"no user named {options['user']!r}") from None
+        owner = user_named(options["user"])
         files = session_files(options["paths"])
         total = sum(f.stat().st_size for f in files)
         failed = created = grown = unchanged = 0
