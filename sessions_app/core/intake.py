@@ -75,10 +75,10 @@ class Placed(NamedTuple):
 
 
 class Seen(NamedTuple):
-    """An entry this intake has taken: its place (Known's fields; depth HELD until it is placed) and where
-    its first line is, should the id come again. A line of the file is not kept: source None,
-    start and end its offsets in the file (read again then). One tuple per entry, in one table:
-    a large import keeps 100k of them."""
+    """An entry this intake has taken: its place (Known's fields; depth HELD until it is placed)
+    and where its first line is, should the id come again. A line of the file is not kept: source
+    None, start and end its offsets in the file (read again then). One tuple per entry, in one
+    table: a large import keeps 100k of them."""
 
     parent_id: str | None
     depth: int
@@ -290,7 +290,7 @@ class Intake:
         queue = deque(ln for ln in lines if ln.id in kept and (ln.parent_id is None or ln.parent_id not in kept))
         stored_parents = self._stored_places({ln.parent_id for ln in queue if ln.parent_id is not None})
         bases = {ln.id: self._outer_place(ln.parent_id, stored_parents) for ln in queue}
-        computed: dict[str, Known | Seen] = {}
+        computed: dict[str, Known] = {}
         while queue:
             line = queue.popleft()
             base = bases[line.id] if line.id in bases else computed[line.parent_id]  # type: ignore[index]
