@@ -92,6 +92,12 @@ def wait_until(page: Any, expression: str, timeout: float = 20.0) -> Any:
         time.sleep(0.05)
 
 
+def wait_settled(page: Any) -> None:
+    """Wait until htmx has settled its swaps: it wires up swapped-in content (a form's triggers) only
+    then, a settle delay after the new content shows, so typing into it earlier goes unheard."""
+    wait_until(page, "!document.querySelector('.htmx-added, .htmx-settling, .htmx-swapping')")
+
+
 # What a phone user does on the session page (below 760 px: static/piweb/app.css, "phone and tablet"):
 # tap a tab to see the tree or the conversation, open a message's or the session's ⋯ menu for their
 # actions. On a wider screen all of it is on view and these do nothing.

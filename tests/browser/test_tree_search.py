@@ -9,7 +9,7 @@ import re
 import pytest
 from django.contrib.auth.models import User
 
-from tests.browser.harness import show_pane, wait_until
+from tests.browser.harness import show_pane, wait_settled, wait_until
 from tests.browser.shots import shot
 from tests.browser.test_explorer_flows import branchy
 
@@ -63,6 +63,7 @@ def test_search_keys_results_and_filter_in_the_url(login, server, viewport):
 
     # The filter: chosen, it is in the URL; a reload brings it back.
     show_pane(page, "tree")
+    wait_settled(page)  # (the explorer Previous swapped in: its search box is wired once settled)
     page.fill("[data-tree-search]", "")
     page.wait_for_selector("#tree-body ul.main li.node")
     wait_until(page, "!location.search.includes('q=')")
