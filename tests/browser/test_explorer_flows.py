@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 
 from sessions_app.models import Session
 from sessions_app.store import services
-from tests.browser.harness import message_actions, session_actions, show_pane, wait_until
+from tests.browser.harness import message_actions, session_actions, show_pane, wait_settled, wait_until
 from tests.browser.shots import shot
 from tests.paths import LARGE_SESSION
 from tests.xss import ALL, hostile_payloads
@@ -70,6 +70,7 @@ def test_import_search_fold_and_open(login, server, tmp_path):
 
     # Fold and unfold a segment (mouse), then with the keyboard.
     show_pane(page, "tree")
+    wait_settled(page)  # (opening the result swapped the explorer in: its search box is wired once settled)
     page.fill("[data-tree-search]", "")
     page.wait_for_selector("#tree-body ul.main li.node")
     head = page.locator("#tree-body li.node[data-head]:has(button.tog)").first
